@@ -1,0 +1,3 @@
+"""queuectl: a persistent background job queue for the terminal."""
+
+__version__ = "0.1.0"

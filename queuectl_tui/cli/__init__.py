@@ -1,0 +1,1 @@
+"""The queuectl command line (typer). Never imports Textual at module level."""

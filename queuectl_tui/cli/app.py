@@ -1,0 +1,61 @@
+"""The `queuectl` command: global options and the command groups."""
+
+from __future__ import annotations
+
+import typer
+
+from .. import __version__
+from . import config_cmd, dashboard, dlq, jobs, workers
+from .context import CliState
+
+app = typer.Typer(
+    name="queuectl",
+    help=(
+        "A persistent background job queue for the terminal: shell commands in SQLite, run by "
+        "a worker pool with retries, backoff, a dead letter queue and crash recovery."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"queuectl {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    ctx: typer.Context,
+    db: str | None = typer.Option(
+        None,
+        "--db",
+        help="Database file (overrides QUEUECTL_DB and the config file).",
+        metavar="PATH",
+    ),
+    config: str | None = typer.Option(
+        None,
+        "--config",
+        help="Config file (default: QUEUECTL_CONFIG, else ./config.json).",
+        metavar="PATH",
+    ),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    ctx.obj = CliState(config_path=config, db_path=db)
+
+
+jobs.register(app)
+workers.register(app)
+app.add_typer(dlq.app, name="dlq")
+app.add_typer(config_cmd.app, name="config")
+dashboard.register(app)
+
+
+def main() -> None:
+    app()

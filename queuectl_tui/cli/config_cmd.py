@@ -1,0 +1,79 @@
+"""`queuectl config list | get | set`."""
+
+from __future__ import annotations
+
+import os
+
+import typer
+from rich.table import Table
+
+from ..config import SETTINGS, resolve_config_path, setting_spec, write_setting
+from . import render
+from .context import guarded, print_json, state
+
+app = typer.Typer(
+    help="Show and change settings (stored in the config file).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+
+def _show(value: object) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+@app.command("list")
+@guarded
+def list_settings(
+    ctx: typer.Context,
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Every setting with its value in effect and its default.
+
+    Example: queuectl config list
+    """
+    settings = state(ctx).settings
+    values = settings.as_dict()
+    if as_json:
+        print_json({spec.cli_name: values[spec.key] for spec in SETTINGS})
+        return
+    table = Table(header_style="bold", caption=f"config file: {settings.config_file or '(none)'}")
+    for column in ("SETTING", "VALUE", "DEFAULT", "MEANING"):
+        table.add_column(column, no_wrap=column != "MEANING")
+    for spec in SETTINGS:
+        table.add_row(spec.cli_name, _show(values[spec.key]), _show(spec.default), spec.help)
+    render.console().print(table)
+
+
+@app.command("get")
+@guarded
+def get_setting(
+    ctx: typer.Context, key: str = typer.Argument(..., metavar="KEY", help="e.g. max-retries")
+) -> None:
+    """Print the value in effect for one setting.
+
+    Example: queuectl config get backoff-base
+    """
+    spec = setting_spec(key)
+    print(_show(state(ctx).settings.as_dict()[spec.key]))
+
+
+@app.command("set")
+@guarded
+def set_setting(
+    ctx: typer.Context,
+    key: str = typer.Argument(..., metavar="KEY", help="e.g. max-retries"),
+    value: str = typer.Argument(..., metavar="VALUE"),
+) -> None:
+    """Validate and save one setting in the config file (written atomically).
+
+    max-retries and job-timeout apply to jobs enqueued (or claimed) from now on;
+    backoff-base is read whenever a job fails.
+
+    Example: queuectl config set max-retries 5
+    """
+    path, _ = resolve_config_path(state(ctx).config_path, os.environ)
+    spec, stored = write_setting(path, key, value)
+    print(f"{spec.cli_name} = {_show(stored)} (saved to {path})")

@@ -1,0 +1,83 @@
+"""What every command needs: the resolved settings, an open store, and plain error exits."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, NoReturn, ParamSpec, TypeVar
+
+import typer
+
+from ..config import ConfigError, Settings, load_settings
+from ..service import InputError, NotFoundError, open_queue
+from ..store import DuplicateJobError, Store, StoreError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+EXIT_FAILURE = 1  # the operation could not be done (unknown id, duplicate id, locked database)
+EXIT_USAGE = 2  # the input was wrong (bad JSON, bad field, bad setting)
+
+
+@dataclass
+class CliState:
+    config_path: str | None = None
+    db_path: str | None = None
+    _settings: Settings | None = field(default=None, repr=False)
+
+    @property
+    def settings(self) -> Settings:
+        if self._settings is None:
+            self._settings = load_settings(self.config_path, self.db_path)
+        return self._settings
+
+
+def state(ctx: typer.Context) -> CliState:
+    root = ctx.find_root()
+    if not isinstance(root.obj, CliState):
+        root.obj = CliState()
+    return root.obj
+
+
+def fail(message: str, code: int = EXIT_FAILURE) -> NoReturn:
+    """One plain sentence on stderr and a non-zero exit; never a traceback."""
+    sys.stderr.write(f"Error: {message}\n")
+    raise typer.Exit(code)
+
+
+def guarded(func: Callable[P, R]) -> Callable[P, R]:
+    """Turn the errors a user can cause into one line on stderr and an exit code."""
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return func(*args, **kwargs)
+        except (InputError, ConfigError) as error:
+            fail(str(error), EXIT_USAGE)
+        except (DuplicateJobError, NotFoundError) as error:
+            fail(str(error), EXIT_FAILURE)
+        except StoreError as error:
+            fail(str(error), EXIT_FAILURE)
+        except KeyboardInterrupt:
+            sys.stderr.write("Interrupted.\n")
+            raise typer.Exit(130) from None
+
+    return wrapper
+
+
+@contextmanager
+def open_store(ctx: typer.Context) -> Iterator[Store]:
+    store = open_queue(state(ctx).settings)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def print_json(data: Any) -> None:
+    import json
+
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")

@@ -1,0 +1,63 @@
+"""The dead letter queue: list dead jobs and send them back to pending."""
+
+from __future__ import annotations
+
+import typer
+
+from .. import service
+from . import render
+from .context import EXIT_FAILURE, EXIT_USAGE, fail, guarded, open_store, print_json
+
+app = typer.Typer(
+    help="The dead letter queue: jobs that used up their retries.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+
+@app.command("list")
+@guarded
+def list_dead(
+    ctx: typer.Context,
+    limit: int = typer.Option(1000, "--limit", "-n", min=0, help="At most this many (0: all)."),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON array only."),
+) -> None:
+    """List dead jobs with their last exit code and error.
+
+    Example: queuectl dlq list
+    """
+    with open_store(ctx) as store:
+        jobs = service.dead_jobs(store, limit or 2**62)
+    if as_json:
+        print_json([job.to_dict() for job in jobs])
+        return
+    out = render.console()
+    if not jobs:
+        out.print("The dead letter queue is empty.")
+        return
+    out.print(render.dead_table(jobs))
+
+
+@app.command("retry")
+@guarded
+def retry(
+    ctx: typer.Context,
+    job_ids: list[str] | None = typer.Argument(None, metavar="ID...", help="Dead jobs to retry."),
+    retry_all: bool = typer.Option(False, "--all", help="Retry every dead job."),
+) -> None:
+    """Return dead jobs to pending with a fresh retry budget (history is kept).
+
+    Example: queuectl dlq retry job1
+    """
+    if bool(job_ids) == retry_all:
+        fail("give one or more job ids, or --all", EXIT_USAGE)
+    with open_store(ctx) as store:
+        outcome = service.retry_dead(store, None if retry_all else job_ids)
+    for job_id in outcome.retried:
+        print(f"Job {job_id} moved from dead to pending")
+    if retry_all and not outcome.retried:
+        print("The dead letter queue is empty; nothing to retry.")
+    problems = [f"job '{i}' is not in the dead letter queue" for i in outcome.not_dead]
+    problems += [f"no job with id '{i}'" for i in outcome.unknown]
+    if problems:
+        fail("; ".join(problems), EXIT_FAILURE)

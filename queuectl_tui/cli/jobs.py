@@ -1,0 +1,186 @@
+"""Job commands: enqueue, list, show, status, stats."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from .. import service
+from ..models import STATES, JobState
+from . import render
+from .context import EXIT_USAGE, fail, guarded, open_store, print_json, state
+
+
+def _read_lines(path: str) -> list[str]:
+    if path == "-":
+        return sys.stdin.read().splitlines()
+    try:
+        return Path(path).read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        fail(f"file not found: {path}", EXIT_USAGE)
+    except (OSError, UnicodeDecodeError) as error:
+        fail(f"cannot read {path}: {error}", EXIT_USAGE)
+
+
+def _parse_state(value: str | None) -> JobState | None:
+    if value is None:
+        return None
+    try:
+        return JobState(value.lower())
+    except ValueError:
+        fail(
+            f"unknown state '{value}'; choose one of: {', '.join(s.value for s in STATES)}",
+            EXIT_USAGE,
+        )
+
+
+@guarded
+def enqueue(
+    ctx: typer.Context,
+    job_json: str | None = typer.Argument(
+        None, metavar="JOB_JSON", help="The job as one JSON object."
+    ),
+    file: str | None = typer.Option(
+        None,
+        "--file",
+        "-f",
+        metavar="PATH",
+        help="Read jobs as JSON Lines from PATH ('-' for stdin); all or nothing.",
+    ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the job id."),
+    as_json: bool = typer.Option(False, "--json", help="Print the job as JSON."),
+) -> None:
+    """Add a job (or many) to the queue.
+
+    Fields: id, command (required), priority, run_at (ISO 8601), max_retries, timeout
+    (seconds), idempotency_key.
+
+    Example: queuectl enqueue '{"id":"job1","command":"echo Hello"}'
+    """
+    if (job_json is None) == (file is None):
+        fail("give either a JOB_JSON argument or --file PATH", EXIT_USAGE)
+    settings = state(ctx).settings
+    if file is not None:
+        specs = service.parse_job_lines(_read_lines(file))
+        if not specs:
+            fail("no jobs in the input", EXIT_USAGE)
+        with open_store(ctx) as store:
+            result = service.enqueue_many(store, settings, specs)
+        if as_json:
+            print_json({"created": result.created, "existing": result.existing})
+        elif not quiet:
+            skipped = f" ({result.existing} skipped: idempotency key already used)"
+            print(f"Enqueued {result.created} jobs" + (skipped if result.existing else ""))
+        return
+    assert job_json is not None
+    spec = service.parse_job_json(job_json)
+    with open_store(ctx) as store:
+        outcome = service.enqueue(store, settings, spec)
+    job = outcome.job
+    if as_json:
+        print_json(job.to_dict() | {"created": outcome.created})
+    elif quiet:
+        print(job.id)
+    elif outcome.created:
+        print(f"Enqueued job {job.id}")
+    else:
+        print(f"Job {job.id} already holds idempotency key '{job.idempotency_key}'; nothing added")
+
+
+@guarded
+def list_jobs(
+    ctx: typer.Context,
+    state_name: str | None = typer.Option(
+        None,
+        "--state",
+        "-s",
+        metavar="STATE",
+        help="Only jobs in this state: pending, processing, completed, failed or dead.",
+    ),
+    limit: int = typer.Option(1000, "--limit", "-n", min=0, help="At most this many (0: all)."),
+    newest: bool = typer.Option(False, "--newest", help="Newest first."),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON array only."),
+) -> None:
+    """List jobs in creation order.
+
+    Example: queuectl list --state pending
+    """
+    job_state = _parse_state(state_name)
+    with open_store(ctx) as store:
+        jobs = store.list_jobs(job_state, limit=limit or 2**62, newest_first=newest)
+        total = store.counts()[job_state] if job_state else sum(store.counts().values())
+    if as_json:
+        print_json([job.to_dict() for job in jobs])
+        return
+    out = render.console()
+    if not jobs:
+        out.print("No jobs" + (f" in state {job_state.value}." if job_state else "."))
+        return
+    out.print(render.jobs_table(jobs))
+    if len(jobs) < total:
+        sys.stderr.write(f"Showing {len(jobs)} of {total} jobs; use --limit to see more.\n")
+
+
+@guarded
+def show(
+    ctx: typer.Context,
+    job_id: str = typer.Argument(..., metavar="ID", help="The job's id."),
+    as_json: bool = typer.Option(False, "--json", help="Print the job and its attempts as JSON."),
+) -> None:
+    """Show one job: every field, the attempt history and the latest output.
+
+    Example: queuectl show job1
+    """
+    with open_store(ctx) as store:
+        job = service.get_job(store, job_id)
+        attempts = store.attempts(job_id)
+    if as_json:
+        print_json(job.to_dict() | {"attempt_history": [a.to_dict() for a in attempts]})
+        return
+    render.job_detail(job, attempts, render.console())
+
+
+@guarded
+def status(
+    ctx: typer.Context,
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Jobs per state and the number of active workers.
+
+    Example: queuectl status --json
+    """
+    with open_store(ctx) as store:
+        counts = store.queue_counts()
+    if as_json:
+        print_json(counts.to_dict())
+        return
+    render.console().print(render.counts_table(counts))
+
+
+@guarded
+def stats(
+    ctx: typer.Context,
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Counts, throughput, retries, and queue-wait and run-time latencies.
+
+    Example: queuectl stats
+    """
+    with open_store(ctx) as store:
+        result = service.queue_stats(store)
+    if as_json:
+        print_json(result.to_dict())
+        return
+    out = render.console()
+    for table in render.stats_tables(result):
+        out.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(enqueue)
+    app.command("list")(list_jobs)
+    app.command()(show)
+    app.command()(status)
+    app.command()(stats)

@@ -1,0 +1,116 @@
+"""Worker commands: `worker start`, `worker stop`, and `workers`."""
+
+from __future__ import annotations
+
+import time
+
+import typer
+
+from .. import service
+from . import render
+from .context import EXIT_USAGE, fail, guarded, open_store, print_json, state
+
+worker_app = typer.Typer(
+    help="Run a worker pool, or stop the running pools.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+
+@worker_app.command("start")
+@guarded
+def start(
+    ctx: typer.Context,
+    count: int | None = typer.Option(
+        None,
+        "--count",
+        "-c",
+        min=1,
+        max=256,
+        help="Workers in the pool (default: the default-workers setting).",
+    ),
+    detach: bool = typer.Option(
+        False,
+        "--detach",
+        "-d",
+        help="Run the pool in the background; prints its PID and log file, then returns.",
+    ),
+    log_format: str = typer.Option(
+        "human", "--log-format", metavar="FORMAT", help="Log lines as 'human' or 'json'."
+    ),
+) -> None:
+    """Start a pool of workers in the foreground (Ctrl+C stops it gracefully).
+
+    Several pools may run at once, from separate terminals, on one database.
+
+    Example: queuectl worker start --count 3
+    """
+    from ..engine.pool import PoolOptions, run_pool, start_detached
+
+    if log_format not in ("human", "json"):
+        fail("--log-format must be 'human' or 'json'", EXIT_USAGE)
+    cli_state = state(ctx)
+    settings = cli_state.settings
+    options = PoolOptions(count=count or settings.default_workers, log_format=log_format)
+    if detach:
+        launched = start_detached(settings, options, cli_state.config_path)
+        print(f"Started a pool of {options.count} workers in the background (pid {launched.pid})")
+        print(f"Log: {launched.log_path}")
+        return
+    raise typer.Exit(run_pool(settings, options))
+
+
+@worker_app.command("stop")
+@guarded
+def stop(
+    ctx: typer.Context,
+    wait: bool = typer.Option(False, "--wait", help="Wait until every pool has exited."),
+    timeout: float = typer.Option(
+        0, "--timeout", min=0, help="With --wait, give up after this many seconds (0: never)."
+    ),
+) -> None:
+    """Ask every running pool to stop gracefully (in-flight jobs finish first).
+
+    Example: queuectl worker stop --wait
+    """
+    with open_store(ctx) as store:
+        active = store.list_workers(active_only=True)
+        service.request_stop(store)
+        pools = {worker.pool_id for worker in active}
+        print(f"Stop requested for {len(pools)} pool(s) with {len(active)} worker(s)")
+        if not wait:
+            return
+        deadline = time.monotonic() + timeout if timeout else None
+        while store.list_workers(active_only=True):
+            if deadline is not None and time.monotonic() > deadline:
+                fail(f"workers still running after {timeout:g} s")
+            time.sleep(0.1)
+        print("All workers stopped")
+
+
+@guarded
+def workers(
+    ctx: typer.Context,
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON array only."),
+    active: bool = typer.Option(False, "--active", help="Only workers that are running."),
+) -> None:
+    """Workers with PID, host, status, heartbeat, current job and counters.
+
+    Example: queuectl workers
+    """
+    settings = state(ctx).settings
+    with open_store(ctx) as store:
+        rows = store.list_workers(active_only=active)
+    if as_json:
+        print_json([worker.to_dict() for worker in rows])
+        return
+    out = render.console()
+    if not rows:
+        out.print("No workers." + ("" if active else " Start some with: queuectl worker start"))
+        return
+    out.print(render.workers_table(rows, settings.stale_worker_timeout))
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(worker_app, name="worker")
+    app.command()(workers)

@@ -1,0 +1,288 @@
+"""Settings: built-in defaults < config file < environment < command-line flags.
+
+The config file is JSON with snake_case keys (`max_retries`); the CLI names the same settings
+with hyphens (`max-retries`). `config set` validates and rewrites the file atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+DEFAULT_CONFIG_FILE = "config.json"
+ENV_DB = "QUEUECTL_DB"
+ENV_CONFIG = "QUEUECTL_CONFIG"
+
+
+class ConfigError(ValueError):
+    """A setting or config file that cannot be used; the message says which and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class SettingSpec:
+    key: str  # snake_case, as in the file
+    kind: type  # int, float or str
+    default: Any
+    minimum: float | None
+    maximum: float | None
+    help: str
+
+    @property
+    def cli_name(self) -> str:
+        return self.key.replace("_", "-")
+
+
+SETTINGS: tuple[SettingSpec, ...] = (
+    SettingSpec(
+        "database_path",
+        str,
+        "queue.db",
+        None,
+        None,
+        "SQLite database file (relative paths are relative to the config file)",
+    ),
+    SettingSpec(
+        "max_retries",
+        int,
+        3,
+        0,
+        100,
+        "retries after the first attempt for new jobs (fixed at enqueue)",
+    ),
+    SettingSpec(
+        "backoff_base",
+        float,
+        2.0,
+        1.0,
+        60.0,
+        "retry n waits backoff_base**n seconds (read when a job fails)",
+    ),
+    SettingSpec(
+        "max_backoff",
+        float,
+        3600.0,
+        1.0,
+        30 * 86400.0,
+        "upper bound in seconds on one retry delay (read when a job fails)",
+    ),
+    SettingSpec(
+        "job_timeout",
+        float,
+        300.0,
+        0.001,
+        7 * 86400.0,
+        "seconds a job may run when it sets no timeout of its own (fixed at claim)",
+    ),
+    SettingSpec(
+        "stale_worker_timeout",
+        float,
+        15.0,
+        1.0,
+        86400.0,
+        "seconds without a heartbeat before a worker counts as lost",
+    ),
+    SettingSpec(
+        "heartbeat_interval",
+        float,
+        2.0,
+        0.1,
+        3600.0,
+        "seconds between worker heartbeats (keep well below stale-worker-timeout)",
+    ),
+    SettingSpec(
+        "default_workers", int, 1, 1, 256, "workers a pool starts when --count is not given"
+    ),
+    SettingSpec(
+        "output_limit",
+        int,
+        65536,
+        0,
+        64 * 1024 * 1024,
+        "bytes of output kept per attempt (the tail is kept)",
+    ),
+    SettingSpec(
+        "kill_grace",
+        float,
+        2.0,
+        0.0,
+        300.0,
+        "seconds between TERM and KILL when a job's process group is stopped",
+    ),
+)
+SETTINGS_BY_KEY: dict[str, SettingSpec] = {spec.key: spec for spec in SETTINGS}
+
+# Names used by the QueueCTL reference's config.json, read as ours.
+ALIASES: dict[str, str] = {
+    "default_retries": "max_retries",
+    "stale_worker_timeout_seconds": "stale_worker_timeout",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    database_path: str = "queue.db"
+    max_retries: int = 3
+    backoff_base: float = 2.0
+    max_backoff: float = 3600.0
+    job_timeout: float = 300.0
+    stale_worker_timeout: float = 15.0
+    heartbeat_interval: float = 2.0
+    default_workers: int = 1
+    output_limit: int = 65536
+    kill_grace: float = 2.0
+    # Where the settings came from; not settings themselves.
+    config_file: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {spec.key: getattr(self, spec.key) for spec in SETTINGS}
+
+
+def setting_spec(name: str) -> SettingSpec:
+    """Look a setting up by its CLI name (`max-retries`) or file key (`max_retries`)."""
+    key = name.strip().replace("-", "_")
+    key = ALIASES.get(key, key)
+    spec = SETTINGS_BY_KEY.get(key)
+    if spec is None:
+        valid = ", ".join(s.cli_name for s in SETTINGS)
+        raise ConfigError(f"unknown setting '{name}'; valid settings: {valid}")
+    return spec
+
+
+def coerce(spec: SettingSpec, value: Any) -> Any:
+    """Check one value (a JSON value or command-line text) against its setting."""
+    if spec.kind is str:
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(f"{spec.cli_name} must be a non-empty string")
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = int(text) if spec.kind is int else float(text)
+        except ValueError:
+            kind = "an integer" if spec.kind is int else "a number"
+            raise ConfigError(f"{spec.cli_name} must be {kind}, not {text!r}") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{spec.cli_name} must be a number")
+    if spec.kind is int:
+        if isinstance(value, float) and not value.is_integer():
+            raise ConfigError(f"{spec.cli_name} must be an integer")
+        value = int(value)
+    else:
+        value = float(value)
+        if not math.isfinite(value):
+            raise ConfigError(f"{spec.cli_name} must be a finite number")
+    if spec.minimum is not None and value < spec.minimum:
+        raise ConfigError(f"{spec.cli_name} must be at least {_num(spec.minimum)}")
+    if spec.maximum is not None and value > spec.maximum:
+        raise ConfigError(f"{spec.cli_name} must be at most {_num(spec.maximum)}")
+    return value
+
+
+def _num(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def resolve_config_path(explicit: str | None, env: Mapping[str, str]) -> tuple[Path, bool]:
+    """The config file to read and write, and whether it was named explicitly."""
+    if explicit:
+        return Path(explicit).expanduser(), True
+    if env.get(ENV_CONFIG):
+        return Path(env[ENV_CONFIG]).expanduser(), True
+    return Path(DEFAULT_CONFIG_FILE), False
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The validated settings stored in one file (only the keys it sets)."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"cannot read config file {path}: {error}") from None
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"config file {path} is not valid JSON: {error}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"config file {path} must hold a JSON object")
+    values: dict[str, Any] = {}
+    for name, value in raw.items():
+        try:
+            spec = setting_spec(str(name))
+            values[spec.key] = coerce(spec, value)
+        except ConfigError as error:
+            raise ConfigError(f"config file {path}: {error}") from None
+    return values
+
+
+def load_settings(
+    config_path: str | None = None,
+    db_path: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Settings:
+    """Defaults, then the config file, then QUEUECTL_DB, then the --db flag."""
+    env = os.environ if env is None else env
+    path, explicit = resolve_config_path(config_path, env)
+    values: dict[str, Any] = {}
+    config_file: str | None = None
+    if explicit or path.is_file():
+        values = read_config_file(path)
+        config_file = str(path)
+        database = values.get("database_path")
+        if database is not None and not Path(database).expanduser().is_absolute():
+            values["database_path"] = str(path.parent / Path(database).expanduser())
+    settings = replace(Settings(), config_file=config_file, **values)
+    override = db_path or env.get(ENV_DB)
+    if override:
+        settings = replace(settings, database_path=str(Path(override).expanduser()))
+    if settings.heartbeat_interval >= settings.stale_worker_timeout:
+        raise ConfigError(
+            "heartbeat-interval must be shorter than stale-worker-timeout "
+            f"({_num(settings.heartbeat_interval)} >= {_num(settings.stale_worker_timeout)})"
+        )
+    return settings
+
+
+def write_setting(path: Path, name: str, value: str) -> tuple[SettingSpec, Any]:
+    """Validate and store one setting in the config file, atomically; returns what was set."""
+    spec = setting_spec(name)
+    coerced = coerce(spec, value)
+    current: dict[str, Any] = {}
+    if path.exists():
+        read_config_file(path)  # refuse to rewrite a broken file
+        current = json.loads(path.read_text(encoding="utf-8"))
+        for alias, key in ALIASES.items():
+            if alias in current and key == spec.key:
+                del current[alias]
+    current[spec.key] = coerced
+    merged = {s.key: current.get(s.key, s.default) for s in SETTINGS} | current
+    check = replace(Settings(), **{k: v for k, v in merged.items() if k in SETTINGS_BY_KEY})
+    if check.heartbeat_interval >= check.stale_worker_timeout:
+        raise ConfigError("heartbeat-interval must be shorter than stale-worker-timeout")
+    _write_atomically(path, json.dumps(current, indent=2) + "\n")
+    return spec, coerced
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    folder = path.parent if str(path.parent) else Path(".")
+    try:
+        handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
+    except OSError as error:
+        raise ConfigError(f"cannot write config file {path}: {error}") from None
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def setting_names() -> list[str]:
+    return [spec.cli_name for spec in SETTINGS]

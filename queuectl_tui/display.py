@@ -1,0 +1,36 @@
+"""Making untrusted text (ids, commands, output, errors) safe to show in a terminal."""
+
+from __future__ import annotations
+
+import re
+
+# C0 and C1 control characters except newline and tab, and DEL.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    return "\\r" if char == "\r" else f"\\x{ord(char):02x}"
+
+
+def printable(text: str | None, single_line: bool = False) -> str:
+    """Text with every control character (ESC included) shown as a visible escape such as
+    `\\x1b`, so that a job cannot move the cursor, recolour or clear the operator's screen.
+
+    With `single_line`, newlines and tabs are shown as `\\n` and `\\t` too."""
+    if not text:
+        return ""
+    safe = _CONTROL.sub(_escape, text)
+    if single_line:
+        safe = safe.replace("\n", "\\n").replace("\t", "\\t")
+    return safe
+
+
+def last_line(text: str | None) -> str:
+    """The last non-blank line of a text (an error summary), made printable."""
+    if not text:
+        return ""
+    for line in reversed(text.splitlines()):
+        if line.strip():
+            return printable(line.strip(), single_line=True)
+    return ""

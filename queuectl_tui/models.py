@@ -1,0 +1,303 @@
+"""The queue's vocabulary: job states, jobs, attempts, workers, and validated enqueue input.
+
+`parse_job_spec` is the one validator of job input: the CLI, the console and any future
+front end call it, so a job is accepted or refused for the same reasons everywhere.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from .timeutil import parse_iso, to_iso
+
+
+class JobState(str, Enum):
+    PENDING = "pending"
+    PROCESSING = "processing"
+    COMPLETED = "completed"
+    FAILED = "failed"  # failed, retry scheduled at run_at
+    DEAD = "dead"  # retries exhausted: the dead letter queue
+
+    def __str__(self) -> str:
+        return self.value
+
+
+STATES: tuple[JobState, ...] = tuple(JobState)
+
+
+class Outcome(str, Enum):
+    """How one attempt ended."""
+
+    COMPLETED = "completed"
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+    LOST = "lost"  # the worker died or vanished mid-job
+    CANCELLED = "cancelled"  # stopped by a forced shutdown; costs no attempt
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class WorkerStatus(str, Enum):
+    IDLE = "idle"
+    BUSY = "busy"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+    LOST = "lost"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+ACTIVE_WORKER_STATUSES = (WorkerStatus.IDLE, WorkerStatus.BUSY, WorkerStatus.STOPPING)
+
+# Limits on enqueue input; generous, but they keep numbers inside SQLite's 64-bit integers.
+MAX_ID_LENGTH = 200
+MAX_KEY_LENGTH = 200
+MAX_PRIORITY = 2**31 - 1
+MAX_RETRIES_LIMIT = 100
+MAX_TIMEOUT_SECONDS = 7 * 86400
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    seq: int  # creation order; the key for keyset paging
+    id: str
+    command: str
+    state: JobState
+    priority: int
+    run_at: int  # epoch ms: not claimed before
+    max_retries: int
+    timeout: float | None  # seconds; None = the configured job_timeout
+    attempts: int  # attempts spent in the current retry budget
+    runs: int  # every run ever started, across DLQ retries
+    idempotency_key: str | None
+    created_at: int
+    updated_at: int
+    claimed_at: int | None
+    worker_id: str | None
+    worker_pid: int | None
+    finished_at: int | None
+    exit_code: int | None
+    last_error: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape of a job, times as ISO 8601 UTC."""
+        return {
+            "id": self.id,
+            "command": self.command,
+            "state": self.state.value,
+            "attempts": self.attempts,
+            "max_retries": self.max_retries,
+            "priority": self.priority,
+            "run_at": to_iso(self.run_at),
+            "created_at": to_iso(self.created_at),
+            "updated_at": to_iso(self.updated_at),
+            "timeout": self.timeout,
+            "runs": self.runs,
+            "idempotency_key": self.idempotency_key,
+            "claimed_at": to_iso(self.claimed_at),
+            "worker_id": self.worker_id,
+            "worker_pid": self.worker_pid,
+            "finished_at": to_iso(self.finished_at),
+            "exit_code": self.exit_code,
+            "last_error": self.last_error,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    job_id: str
+    number: int  # 1 for the first run of the job, counting across DLQ retries
+    worker_id: str | None
+    scheduled_at: int  # when the job became eligible for this run
+    started_at: int
+    finished_at: int
+    exit_code: int | None
+    outcome: Outcome
+    output: str
+    error: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "worker_id": self.worker_id,
+            "scheduled_at": to_iso(self.scheduled_at),
+            "started_at": to_iso(self.started_at),
+            "finished_at": to_iso(self.finished_at),
+            "exit_code": self.exit_code,
+            "outcome": self.outcome.value,
+            "output": self.output,
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Worker:
+    id: str
+    pool_id: str
+    pid: int
+    host: str
+    status: WorkerStatus
+    started_at: int
+    last_heartbeat: int
+    stopped_at: int | None
+    current_job: str | None
+    jobs_done: int
+    jobs_failed: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "pool_id": self.pool_id,
+            "pid": self.pid,
+            "host": self.host,
+            "status": self.status.value,
+            "started_at": to_iso(self.started_at),
+            "last_heartbeat": to_iso(self.last_heartbeat),
+            "stopped_at": to_iso(self.stopped_at),
+            "current_job": self.current_job,
+            "jobs_done": self.jobs_done,
+            "jobs_failed": self.jobs_failed,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """Validated enqueue input. `max_retries` None means "the configured default"."""
+
+    id: str
+    command: str
+    priority: int = 0
+    run_at: int | None = None  # epoch ms; None = now
+    max_retries: int | None = None
+    timeout: float | None = None
+    idempotency_key: str | None = None
+
+
+class JobSpecError(ValueError):
+    """Enqueue input that cannot be accepted; the message names the field."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+JOB_FIELDS = ("id", "command", "priority", "run_at", "max_retries", "timeout", "idempotency_key")
+_JOB_FIELD_SET = frozenset(JOB_FIELDS)
+
+
+def new_job_id() -> str:
+    """A random 16-hex-digit id; 64 bits make a collision in a million jobs negligible."""
+    return os.urandom(8).hex()
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _text(obj: dict[str, Any], name: str, max_length: int) -> str | None:
+    value = obj.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise JobSpecError(f"field '{name}' must be a string", name)
+    if not 1 <= len(value) <= max_length:
+        raise JobSpecError(f"field '{name}' must be 1 to {max_length} characters long", name)
+    if not value.isprintable():
+        raise JobSpecError(f"field '{name}' must contain printable characters only", name)
+    return value
+
+
+def _integer(obj: dict[str, Any], name: str, low: int, high: int) -> int | None:
+    value = obj.get(name)
+    if value is None:
+        return None
+    if not _is_int(value):
+        raise JobSpecError(f"field '{name}' must be an integer", name)
+    if not low <= value <= high:
+        raise JobSpecError(f"field '{name}' must be between {low} and {high}", name)
+    return value
+
+
+def parse_job_spec(obj: Any) -> JobSpec:
+    """Validate one decoded JSON value as enqueue input.
+
+    Raises JobSpecError naming the offending field; never returns a partially valid spec.
+    """
+    if not isinstance(obj, dict):
+        raise JobSpecError("a job must be a JSON object")
+    unknown = obj.keys() - _JOB_FIELD_SET
+    if unknown:
+        name = sorted(unknown)[0]
+        raise JobSpecError(f"unknown field '{name}' (known: {', '.join(JOB_FIELDS)})", name)
+
+    command = obj.get("command")
+    if command is None:
+        raise JobSpecError("field 'command' is required", "command")
+    if not isinstance(command, str):
+        raise JobSpecError("field 'command' must be a string", "command")
+    if not command.strip():
+        raise JobSpecError("field 'command' must not be empty", "command")
+    if "\x00" in command:
+        raise JobSpecError("field 'command' must not contain NUL characters", "command")
+
+    job_id = _text(obj, "id", MAX_ID_LENGTH) or new_job_id()
+    priority = _integer(obj, "priority", -MAX_PRIORITY, MAX_PRIORITY) or 0
+    max_retries = _integer(obj, "max_retries", 0, MAX_RETRIES_LIMIT)
+    key = _text(obj, "idempotency_key", MAX_KEY_LENGTH)
+
+    run_at_raw = obj.get("run_at")
+    run_at: int | None = None
+    if run_at_raw is not None:
+        if not isinstance(run_at_raw, str):
+            raise JobSpecError("field 'run_at' must be an ISO 8601 time string", "run_at")
+        try:
+            run_at = parse_iso(run_at_raw)
+        except (ValueError, OverflowError, OSError):
+            raise JobSpecError(
+                f"field 'run_at' is not an ISO 8601 time: {run_at_raw!r}", "run_at"
+            ) from None
+
+    timeout_raw = obj.get("timeout")
+    timeout: float | None = None
+    if timeout_raw is not None:
+        if isinstance(timeout_raw, bool) or not isinstance(timeout_raw, (int, float)):
+            raise JobSpecError("field 'timeout' must be a number of seconds", "timeout")
+        if not 0 < timeout_raw <= MAX_TIMEOUT_SECONDS:
+            raise JobSpecError(
+                f"field 'timeout' must be greater than 0 and at most {MAX_TIMEOUT_SECONDS}",
+                "timeout",
+            )
+        timeout = float(timeout_raw)
+
+    return JobSpec(
+        id=job_id,
+        command=command,
+        priority=priority,
+        run_at=run_at,
+        max_retries=max_retries,
+        timeout=timeout,
+        idempotency_key=key,
+    )
+
+
+@dataclass(slots=True)
+class QueueCounts:
+    """Jobs per state plus the number of live workers."""
+
+    by_state: dict[JobState, int] = field(default_factory=dict)
+    active_workers: int = 0
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_state.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {state.value: self.by_state.get(state, 0) for state in STATES}
+        data["total"] = self.total
+        data["active_workers"] = self.active_workers
+        return data

@@ -1,0 +1,137 @@
+"""The operations the CLI and the console share: one function per action, so that a key in the
+console and its CLI twin do exactly the same thing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from .config import Settings
+from .models import Job, JobSpec, JobSpecError, JobState, parse_job_spec
+from .store import (
+    BulkEnqueueResult,
+    EnqueueResult,
+    QueueStats,
+    Store,
+    StoreError,
+    open_store,
+)
+from .timeutil import now_ms
+
+
+class InputError(ValueError):
+    """Enqueue input that was refused; nothing was written."""
+
+
+class NotFoundError(LookupError):
+    """A job id that the queue does not know."""
+
+
+def open_queue(settings: Settings) -> Store:
+    return open_store(settings.database_path)
+
+
+def parse_job_json(text: str) -> JobSpec:
+    """One job from JSON text, validated (InputError names the field)."""
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as error:
+        where = f"line {error.lineno} column {error.colno}"
+        raise InputError(f"invalid JSON: {error.msg} ({where})") from None
+    try:
+        return parse_job_spec(obj)
+    except JobSpecError as error:
+        raise InputError(str(error)) from None
+
+
+def parse_job_lines(lines: Iterable[str]) -> list[JobSpec]:
+    """JSON Lines, one job per non-blank line, all validated before anything is written.
+
+    Errors name the line; an id given twice in the input is refused too."""
+    specs: list[JobSpec] = []
+    first_line_of: dict[str, int] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise InputError(f"line {number}: invalid JSON: {error.msg}") from None
+        try:
+            spec = parse_job_spec(obj)
+        except JobSpecError as error:
+            raise InputError(f"line {number}: {error}") from None
+        earlier = first_line_of.setdefault(spec.id, number)
+        if earlier != number:
+            raise InputError(f"line {number}: id '{spec.id}' already appears on line {earlier}")
+        specs.append(spec)
+    return specs
+
+
+def enqueue(store: Store, settings: Settings, spec: JobSpec) -> EnqueueResult:
+    return store.enqueue(spec, settings.max_retries, now_ms())
+
+
+def enqueue_many(store: Store, settings: Settings, specs: Sequence[JobSpec]) -> BulkEnqueueResult:
+    return store.enqueue_many(specs, settings.max_retries, now_ms())
+
+
+def get_job(store: Store, job_id: str) -> Job:
+    job = store.get(job_id)
+    if job is None:
+        raise NotFoundError(f"no job with id '{job_id}'")
+    return job
+
+
+@dataclass(frozen=True, slots=True)
+class RetryOutcome:
+    retried: list[str]
+    not_dead: list[str]  # known jobs that are not in the DLQ
+    unknown: list[str]
+
+
+def retry_dead(store: Store, job_ids: Sequence[str] | None) -> RetryOutcome:
+    """Return dead jobs to pending with a fresh retry budget (all of them for None)."""
+    retried = store.retry_dead(job_ids, now_ms())
+    if job_ids is None:
+        return RetryOutcome(retried, [], [])
+    done = set(retried)
+    not_dead: list[str] = []
+    unknown: list[str] = []
+    for job_id in dict.fromkeys(job_ids):
+        if job_id in done:
+            continue
+        (not_dead if store.get(job_id) is not None else unknown).append(job_id)
+    return RetryOutcome(retried, not_dead, unknown)
+
+
+def dead_jobs(store: Store, limit: int, after_seq: int | None = None) -> list[Job]:
+    return store.list_jobs(JobState.DEAD, limit=limit, after_seq=after_seq)
+
+
+def queue_stats(store: Store) -> QueueStats:
+    return store.stats(now_ms())
+
+
+def request_stop(store: Store) -> int:
+    """Ask every running pool on this database to stop gracefully."""
+    return store.request_stop(now_ms())
+
+
+__all__ = [
+    "InputError",
+    "NotFoundError",
+    "RetryOutcome",
+    "StoreError",
+    "dead_jobs",
+    "enqueue",
+    "enqueue_many",
+    "get_job",
+    "open_queue",
+    "parse_job_json",
+    "parse_job_lines",
+    "queue_stats",
+    "request_stop",
+    "retry_dead",
+]

@@ -1,0 +1,220 @@
+"""The storage interface. Engine, service, CLI and console speak only to this; SQLite is the
+first implementation and a PostgreSQL store can implement the same methods later."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..models import Attempt, Job, JobSpec, JobState, Outcome, QueueCounts, Worker, WorkerStatus
+
+
+class StoreError(Exception):
+    """A storage failure worth one plain sentence to the user."""
+
+
+class DuplicateJobError(StoreError):
+    def __init__(self, job_id: str) -> None:
+        super().__init__(f"a job with id '{job_id}' already exists")
+        self.job_id = job_id
+
+
+class StoreBusyError(StoreError):
+    """The database stayed locked beyond every retry."""
+
+
+@dataclass(frozen=True, slots=True)
+class EnqueueResult:
+    job: Job
+    created: bool  # False: an existing job with the same idempotency key was returned
+
+
+@dataclass(frozen=True, slots=True)
+class BulkEnqueueResult:
+    created: int
+    existing: int  # skipped because their idempotency key was already known
+
+
+@dataclass(frozen=True, slots=True)
+class Settlement:
+    """The result of one run, as the worker that claimed `job` saw it."""
+
+    job: Job  # the job as returned by claim: owner and attempt fence the update
+    outcome: Outcome
+    exit_code: int | None
+    output: str
+    error: str | None
+    finished_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class SettleResult:
+    state: JobState | None  # None: fenced out (the job was recovered meanwhile), nothing changed
+    run_at: int | None  # when a failed job may run again
+    next_job: Job | None = None  # claimed in the same transaction when asked to
+
+
+@dataclass(slots=True)
+class QueueStats:
+    counts: QueueCounts
+    completed_last_minute: int = 0
+    failed_last_minute: int = 0
+    attempts_total: int = 0
+    attempts_failed: int = 0
+    retries: int = 0  # runs that were retries of an earlier failed run
+    sample_size: int = 0  # attempts behind the latency figures
+    wait_ms: dict[str, float | None] = field(default_factory=dict)  # avg, p50, p95
+    run_ms: dict[str, float | None] = field(default_factory=dict)
+    completed_per_minute: list[int] = field(default_factory=list)  # oldest first
+    failed_per_minute: list[int] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "counts": self.counts.to_dict(),
+            "throughput": {
+                "completed_last_minute": self.completed_last_minute,
+                "failed_last_minute": self.failed_last_minute,
+                "completed_per_minute": self.completed_per_minute,
+                "failed_per_minute": self.failed_per_minute,
+            },
+            "attempts": {
+                "total": self.attempts_total,
+                "failed": self.attempts_failed,
+                "retries": self.retries,
+            },
+            "latency_ms": {
+                "sample_size": self.sample_size,
+                "queue_wait": self.wait_ms,
+                "run_time": self.run_ms,
+            },
+        }
+
+
+class Store(ABC):
+    """Durable jobs, attempts and workers. Every method is safe to call from one thread per
+    store object; open one store per thread (or guard it) for concurrency."""
+
+    location: str
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @abstractmethod
+    def change_token(self) -> int:
+        """A number that changes whenever another connection commits: cheap change detection."""
+
+    # -- jobs --------------------------------------------------------------------------------
+    @abstractmethod
+    def enqueue(self, spec: JobSpec, default_max_retries: int, now: int) -> EnqueueResult:
+        """Durably store one job. Raises DuplicateJobError if its id is taken."""
+
+    @abstractmethod
+    def enqueue_many(
+        self, specs: Sequence[JobSpec], default_max_retries: int, now: int
+    ) -> BulkEnqueueResult:
+        """Store many jobs in one transaction: all or nothing (DuplicateJobError names one)."""
+
+    @abstractmethod
+    def get(self, job_id: str) -> Job | None: ...
+
+    @abstractmethod
+    def attempts(self, job_id: str) -> list[Attempt]:
+        """The attempt history of one job, oldest first."""
+
+    @abstractmethod
+    def list_jobs(
+        self,
+        state: JobState | None = None,
+        limit: int = 50,
+        after_seq: int | None = None,
+        newest_first: bool = False,
+        search: str | None = None,
+    ) -> list[Job]:
+        """One keyset page of jobs in creation order (or newest first).
+
+        `after_seq` is the `seq` of the last job of the previous page; `search` matches a
+        substring of the id or the command."""
+
+    @abstractmethod
+    def counts(self) -> dict[JobState, int]:
+        """Jobs per state, in constant time."""
+
+    @abstractmethod
+    def queue_counts(self) -> QueueCounts:
+        """Jobs per state and the number of active workers."""
+
+    @abstractmethod
+    def stats(self, now: int, sample: int = 10_000) -> QueueStats: ...
+
+    @abstractmethod
+    def retry_dead(self, job_ids: Sequence[str] | None, now: int) -> list[str]:
+        """Return dead jobs (all of them for None) to pending with a fresh retry budget.
+
+        Returns the ids that were retried; ids that are not dead are left alone."""
+
+    # -- the engine's protocol ------------------------------------------------------------------
+    @abstractmethod
+    def claim(self, worker_id: str, pid: int, now: int) -> Job | None:
+        """Atomically take the best eligible job for this worker, or None."""
+
+    @abstractmethod
+    def settle(
+        self,
+        settlement: Settlement,
+        backoff_base: float,
+        max_backoff: float,
+        claim_next: bool = False,
+    ) -> SettleResult:
+        """Record a run's result, fenced by owner and attempt; optionally claim the next job for
+        the same worker in the same transaction."""
+
+    @abstractmethod
+    def recover_orphans(
+        self, dead_worker_ids: Sequence[str], backoff_base: float, max_backoff: float, now: int
+    ) -> list[Job]:
+        """Mark the given workers lost, and send every processing job whose owner is not an
+        active worker through the failure path with outcome `lost`. Returns those jobs as
+        they are afterwards."""
+
+    # -- workers -------------------------------------------------------------------------------
+    @abstractmethod
+    def register_workers(self, workers: Sequence[Worker]) -> None: ...
+
+    @abstractmethod
+    def heartbeat(self, worker_ids: Sequence[str], now: int) -> None: ...
+
+    @abstractmethod
+    def set_worker_status(
+        self,
+        worker_id: str,
+        status: WorkerStatus,
+        current_job: str | None,
+        now: int,
+        done: int = 0,
+        failed: int = 0,
+    ) -> None:
+        """Set status and current job; add `done`/`failed` to the worker's counters."""
+
+    @abstractmethod
+    def list_workers(self, active_only: bool = False) -> list[Worker]: ...
+
+    @abstractmethod
+    def prune_workers(self, stopped_before: int) -> int:
+        """Forget stopped and lost workers that ended before the given time."""
+
+    @abstractmethod
+    def request_stop(self, now: int) -> int:
+        """Ask every pool running now to stop gracefully; returns the request id."""
+
+    @abstractmethod
+    def stop_requested_since(self, since: int) -> bool:
+        """True if a stop was requested at or after `since` (a pool's start time)."""
