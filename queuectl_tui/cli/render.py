@@ -50,36 +50,41 @@ def next_run(job: Job, now: int) -> str:
     return "in " + human_seconds((job.run_at - now + 999) / 1000)
 
 
-def jobs_table(jobs: Sequence[Job], title: str | None = None) -> Table:
+def jobs_table(jobs: Sequence[Job], width: int) -> Table:
+    """Jobs as a table that fits `width`: narrow terminals drop the UPDATED and EXIT columns
+    before anything else, and an id folds onto more lines rather than being cut."""
     now = now_ms()
-    table = Table(title=title, show_lines=False, header_style="bold")
+    wide = width >= 110
+    table = Table(header_style="bold")
     longest = max((len(job.id) for job in jobs), default=2)
-    table.add_column("ID", no_wrap=True, min_width=min(longest, 200), overflow="fold")
+    table.add_column("ID", min_width=min(longest, 36 if wide else 20), overflow="fold")
     table.add_column("STATE", no_wrap=True)
     table.add_column("PRI", justify="right", no_wrap=True)
-    table.add_column("ATTEMPTS", justify="right", no_wrap=True)
+    table.add_column("TRIES", justify="right", no_wrap=True)
     table.add_column("NEXT RUN", no_wrap=True)
-    table.add_column("UPDATED (UTC)", no_wrap=True)
-    table.add_column("EXIT", justify="right", no_wrap=True)
-    table.add_column("COMMAND", overflow="ellipsis", no_wrap=True, ratio=1)
+    if wide:
+        table.add_column("UPDATED (UTC)", no_wrap=True)
+        table.add_column("EXIT", justify="right", no_wrap=True)
+    table.add_column("COMMAND", overflow="ellipsis", no_wrap=True, ratio=1, min_width=8)
     for job in jobs:
-        table.add_row(
+        cells: list[Text | str] = [
             plain(job.id),
             state_text(job.state),
             str(job.priority),
             f"{job.attempts}/{job.max_retries + 1}",
             next_run(job, now),
-            _when(job.updated_at),
-            "" if job.exit_code is None else str(job.exit_code),
-            plain(job.command),
-        )
+        ]
+        if wide:
+            cells += [_when(job.updated_at), "" if job.exit_code is None else str(job.exit_code)]
+        cells.append(plain(job.command))
+        table.add_row(*cells)
     return table
 
 
 def dead_table(jobs: Sequence[Job]) -> Table:
     table = Table(header_style="bold")
     longest = max((len(job.id) for job in jobs), default=2)
-    table.add_column("ID", no_wrap=True, min_width=min(longest, 200), overflow="fold")
+    table.add_column("ID", min_width=min(longest, 36), overflow="fold")
     table.add_column("ATTEMPTS", justify="right", no_wrap=True)
     table.add_column("EXIT", justify="right", no_wrap=True)
     table.add_column("DIED (UTC)", no_wrap=True)

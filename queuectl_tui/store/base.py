@@ -156,6 +156,14 @@ class Store(ABC):
     def stats(self, now: int, sample: int = 10_000) -> QueueStats: ...
 
     @abstractmethod
+    def throughput(self, now: int, minutes: int = 15) -> tuple[list[int], list[int]]:
+        """Completed and failed attempts per minute over the last `minutes` minutes, oldest
+        first; the last entry covers the last 60 seconds. Cancelled runs are not counted.
+
+        The console reads this every refresh, so it must stay cheap (a range over recent
+        attempts, not a scan of the history)."""
+
+    @abstractmethod
     def retry_dead(self, job_ids: Sequence[str] | None, now: int) -> list[str]:
         """Return dead jobs (all of them for None) to pending with a fresh retry budget.
 
@@ -176,6 +184,11 @@ class Store(ABC):
     ) -> SettleResult:
         """Record a run's result, fenced by owner and attempt; optionally claim the next job for
         the same worker in the same transaction."""
+
+    @abstractmethod
+    def next_run_at(self, after: int) -> int | None:
+        """The earliest `run_at` later than `after` among pending and failed jobs, or None:
+        when an idle worker must look again (a retry's backoff ending, a job scheduled later)."""
 
     @abstractmethod
     def recover_orphans(

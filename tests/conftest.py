@@ -1,0 +1,61 @@
+"""Fixtures shared by the whole suite: a fresh store and a way to run the real CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from queuectl_tui.store import SQLiteStore
+
+RunCli = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "queue.db"
+
+
+@pytest.fixture
+def store(db_path: Path) -> Iterator[SQLiteStore]:
+    opened = SQLiteStore(db_path)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def cli_env(tmp_path: Path) -> dict[str, str]:
+    """An environment that cannot pick up the developer's own config or database."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("QUEUECTL_")}
+    env["NO_COLOR"] = "1"
+    env["COLUMNS"] = "200"
+    return env
+
+
+@pytest.fixture
+def run_cli(tmp_path: Path, db_path: Path, cli_env: dict[str, str]) -> RunCli:
+    """Run `queuectl --db <tmp db> ARGS...` in a real subprocess, from an empty folder."""
+    workdir = tmp_path / "cwd"
+    workdir.mkdir(exist_ok=True)
+
+    def run(
+        *args: str, input: str | None = None, db: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "queuectl_tui"]
+        if db:
+            command += ["--db", str(db_path)]
+        return subprocess.run(
+            [*command, *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            cwd=workdir,
+            env=cli_env,
+            timeout=60,
+        )
+
+    return run

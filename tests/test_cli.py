@@ -1,0 +1,239 @@
+"""The CLI contract, through real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from conftest import RunCli
+
+JOB_KEYS = {
+    "id",
+    "command",
+    "state",
+    "attempts",
+    "max_retries",
+    "priority",
+    "run_at",
+    "created_at",
+    "updated_at",
+}
+
+
+def _row_count(db_path: Path) -> int:
+    if not db_path.exists():
+        return 0
+    with sqlite3.connect(db_path) as conn:
+        return conn.execute("SELECT count(*) FROM jobs").fetchone()[0]
+
+
+def test_enqueue_then_list_json(run_cli: RunCli) -> None:
+    result = run_cli("enqueue", '{"id":"job1","command":"echo Hello"}')
+    assert result.returncode == 0, result.stderr
+    assert "job1" in result.stdout
+    listed = run_cli("list", "--json")
+    assert listed.returncode == 0
+    jobs = json.loads(listed.stdout)
+    assert isinstance(jobs, list) and len(jobs) == 1
+    job = jobs[0]
+    assert job.keys() >= JOB_KEYS
+    assert (job["id"], job["command"], job["state"], job["attempts"]) == (
+        "job1",
+        "echo Hello",
+        "pending",
+        0,
+    )
+    assert job["created_at"].endswith("Z") and "T" in job["created_at"]
+
+
+def test_list_json_is_an_empty_array_when_empty(run_cli: RunCli) -> None:
+    result = run_cli("list", "--json")
+    assert result.returncode == 0 and json.loads(result.stdout) == []
+    assert json.loads(run_cli("dlq", "list", "--json").stdout) == []
+    assert json.loads(run_cli("list", "--state", "dead", "--json").stdout) == []
+
+
+@pytest.mark.parametrize(
+    ("payload", "words"),
+    [
+        ("{not json", "invalid JSON"),
+        ('["a"]', "JSON object"),
+        ('{"command": ""}', "'command'"),
+        ('{"command": "x", "priority": "high"}', "'priority'"),
+        ('{"command": "x", "color": "red"}', "'color'"),
+        ('{"command": "x", "run_at": "soon"}', "'run_at'"),
+        ('{"command": "x", "max_retries": -1}', "'max_retries'"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(
+    run_cli: RunCli, db_path: Path, payload: str, words: str
+) -> None:
+    result = run_cli("enqueue", payload)
+    assert result.returncode == 2
+    assert words in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.stderr
+    assert _row_count(db_path) == 0
+
+
+def test_duplicate_id_fails_and_keeps_the_original(run_cli: RunCli) -> None:
+    assert run_cli("enqueue", '{"id":"a","command":"echo one"}').returncode == 0
+    again = run_cli("enqueue", '{"id":"a","command":"echo two"}')
+    assert again.returncode == 1 and "already exists" in again.stderr
+    [job] = json.loads(run_cli("list", "--json").stdout)
+    assert job["command"] == "echo one"
+
+
+def test_idempotency_key_prints_the_existing_id(run_cli: RunCli) -> None:
+    first = run_cli("enqueue", '{"id":"a","command":"x","idempotency_key":"k"}', "-q")
+    assert first.stdout.strip() == "a"
+    second = run_cli("enqueue", '{"id":"b","command":"x","idempotency_key":"k"}')
+    assert second.returncode == 0 and "a" in second.stdout.split()[1]
+    assert len(json.loads(run_cli("list", "--json").stdout)) == 1
+
+
+def test_bulk_file_is_all_or_nothing_with_line_numbers(
+    run_cli: RunCli, tmp_path: Path, db_path: Path
+) -> None:
+    good = tmp_path / "good.jsonl"
+    good.write_text(
+        "".join(json.dumps({"id": f"j{i}", "command": "true"}) + "\n" for i in range(50))
+    )
+    result = run_cli("enqueue", "--file", str(good))
+    assert result.returncode == 0 and "Enqueued 50 jobs" in result.stdout
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id":"x1","command":"true"}\n\n{"id":"x2","command":"true","nope":1}\n')
+    refused = run_cli("enqueue", "--file", str(bad))
+    assert refused.returncode == 2 and "line 3" in refused.stderr and "'nope'" in refused.stderr
+    clash = tmp_path / "clash.jsonl"
+    clash.write_text('{"id":"new","command":"true"}\n{"id":"j7","command":"true"}\n')
+    refused = run_cli("enqueue", "--file", str(clash))
+    assert refused.returncode == 1 and "j7" in refused.stderr
+    assert _row_count(db_path) == 50
+    stdin = run_cli("enqueue", "--file", "-", input='{"id":"s1","command":"true"}\n')
+    assert stdin.returncode == 0 and _row_count(db_path) == 51
+
+
+def test_status_and_stats_json(run_cli: RunCli) -> None:
+    run_cli("enqueue", '{"id":"a","command":"true"}')
+    status = json.loads(run_cli("status", "--json").stdout)
+    assert status["pending"] == 1 and status["total"] == 1 and status["active_workers"] == 0
+    stats = json.loads(run_cli("stats", "--json").stdout)
+    assert stats["counts"]["pending"] == 1
+    assert {"throughput", "attempts", "latency_ms"} <= stats.keys()
+
+
+def test_show_and_unknown_ids(run_cli: RunCli) -> None:
+    run_cli("enqueue", '{"id":"a","command":"echo [red]x[/red]"}')
+    shown = run_cli("show", "a")
+    assert shown.returncode == 0 and "echo [red]x[/red]" in shown.stdout
+    data = json.loads(run_cli("show", "a", "--json").stdout)
+    assert data["id"] == "a" and data["attempt_history"] == []
+    missing = run_cli("show", "nope")
+    assert missing.returncode == 1 and missing.stderr.strip() == "Error: no job with id 'nope'"
+
+
+def test_dlq_retry_of_a_job_that_is_not_dead(run_cli: RunCli) -> None:
+    run_cli("enqueue", '{"id":"a","command":"true"}')
+    result = run_cli("dlq", "retry", "a")
+    assert result.returncode == 1 and "not in the dead letter queue" in result.stderr
+    assert run_cli("dlq", "retry").returncode == 2
+    empty = run_cli("dlq", "retry", "--all")
+    assert empty.returncode == 0 and "empty" in empty.stdout
+
+
+def test_dlq_retry_moves_dead_jobs_back(run_cli: RunCli, db_path: Path) -> None:
+    run_cli("enqueue", '{"id":"a","command":"false"}')
+    with sqlite3.connect(db_path) as conn:  # as if its retries had run out
+        conn.execute("UPDATE jobs SET state = 'dead', attempts = 4 WHERE id = 'a'")
+    dead = json.loads(run_cli("dlq", "list", "--json").stdout)
+    assert [job["id"] for job in dead] == ["a"]
+    result = run_cli("dlq", "retry", "a")
+    assert result.returncode == 0 and "pending" in result.stdout
+    [job] = json.loads(run_cli("list", "--json").stdout)
+    assert (job["state"], job["attempts"]) == ("pending", 0)
+
+
+def test_config_commands(run_cli: RunCli, tmp_path: Path) -> None:
+    config = tmp_path / "cwd" / "config.json"
+    assert run_cli("config", "set", "max-retries", "5").returncode == 0
+    assert json.loads(config.read_text()) == {"max_retries": 5}
+    assert run_cli("config", "get", "max-retries").stdout.strip() == "5"
+    unknown = run_cli("config", "set", "colour", "blue")
+    assert unknown.returncode == 2 and "valid settings:" in unknown.stderr
+    bad = run_cli("config", "set", "backoff-base", "fast")
+    assert bad.returncode == 2 and "backoff-base" in bad.stderr
+    assert json.loads(config.read_text()) == {"max_retries": 5}
+    listed = json.loads(run_cli("config", "list", "--json").stdout)
+    assert listed["max-retries"] == 5 and listed["backoff-base"] == 2
+    run_cli("enqueue", '{"id":"a","command":"true"}')
+    [job] = json.loads(run_cli("list", "--json").stdout)
+    assert job["max_retries"] == 5
+
+
+def test_list_filters_by_state_and_rejects_unknown_states(run_cli: RunCli) -> None:
+    run_cli("enqueue", '{"id":"a","command":"true"}')
+    assert json.loads(run_cli("list", "--state", "completed", "--json").stdout) == []
+    assert len(json.loads(run_cli("list", "--state", "pending", "--json").stdout)) == 1
+    wrong = run_cli("list", "--state", "done")
+    assert wrong.returncode == 2 and "unknown state 'done'" in wrong.stderr
+
+
+def test_human_list_never_cuts_an_id(run_cli: RunCli, cli_env: dict[str, str]) -> None:
+    long_id = "a-rather-long-job-identifier-" + "x" * 60
+    run_cli("enqueue", json.dumps({"id": long_id, "command": "true"}))
+    cli_env["COLUMNS"] = "80"
+    out = run_cli("list").stdout
+    first_column = [line.split("│")[1].strip() for line in out.splitlines() if "│" in line]
+    assert "".join(first_column) == long_id
+    assert max(len(line) for line in out.splitlines()) <= 80
+
+
+def test_every_command_has_help_with_an_example(run_cli: RunCli) -> None:
+    for command in (
+        ["enqueue"],
+        ["list"],
+        ["show"],
+        ["status"],
+        ["stats"],
+        ["workers"],
+        ["worker", "start"],
+        ["worker", "stop"],
+        ["dlq", "list"],
+        ["dlq", "retry"],
+        ["config", "list"],
+        ["config", "get"],
+        ["config", "set"],
+        ["dashboard"],
+    ):
+        result = run_cli(*command, "--help", db=False)
+        assert result.returncode == 0, command
+        assert "Example: queuectl" in result.stdout, command
+
+
+def test_cli_does_not_import_textual(run_cli: RunCli, db_path: Path, cli_env) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from queuectl_tui.cli.app import app\n"
+        "try:\n    app(['--db', sys.argv[1], 'status'])\nexcept SystemExit: pass\n"
+        "print('textual' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(db_path)],
+        capture_output=True,
+        text=True,
+        env=cli_env,
+        timeout=60,
+    )
+    assert result.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_unreadable_database_location_is_one_line(run_cli: RunCli, tmp_path: Path) -> None:
+    result = run_cli("--db", str(tmp_path / "missing" / "q.db"), "status", db=False)
+    assert result.returncode == 1
+    assert result.stderr.startswith("Error: ") and "Traceback" not in result.stderr

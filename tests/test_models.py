@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+import pytest
+
+from queuectl_tui.models import JobSpecError, parse_job_spec
+from queuectl_tui.timeutil import parse_iso, to_iso
+
+
+def test_minimal_job_gets_defaults_and_a_generated_id() -> None:
+    spec = parse_job_spec({"command": "echo hi"})
+    assert spec.command == "echo hi"
+    assert spec.priority == 0 and spec.run_at is None and spec.max_retries is None
+    assert len(spec.id) == 16
+    assert parse_job_spec({"command": "x"}).id != spec.id
+
+
+def test_all_fields_are_read() -> None:
+    spec = parse_job_spec(
+        {
+            "id": "job1",
+            "command": "echo hi",
+            "priority": 10,
+            "run_at": "2026-07-24T10:00:00Z",
+            "max_retries": 0,
+            "timeout": 1.5,
+            "idempotency_key": "k1",
+        }
+    )
+    assert spec.id == "job1" and spec.priority == 10 and spec.max_retries == 0
+    assert spec.timeout == 1.5 and spec.idempotency_key == "k1"
+    assert to_iso(spec.run_at) == "2026-07-24T10:00:00.000Z"
+
+
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [
+        ({"command": "x", "prio": 1}, "prio"),
+        ({}, "command"),
+        ({"command": ""}, "command"),
+        ({"command": "   "}, "command"),
+        ({"command": 5}, "command"),
+        ({"command": "x", "id": ""}, "id"),
+        ({"command": "x", "id": "a" * 201}, "id"),
+        ({"command": "x", "id": "a\nb"}, "id"),
+        ({"command": "x", "id": 7}, "id"),
+        ({"command": "x", "priority": "high"}, "priority"),
+        ({"command": "x", "priority": 1.5}, "priority"),
+        ({"command": "x", "priority": True}, "priority"),
+        ({"command": "x", "priority": 2**40}, "priority"),
+        ({"command": "x", "max_retries": -1}, "max_retries"),
+        ({"command": "x", "max_retries": "3"}, "max_retries"),
+        ({"command": "x", "timeout": 0}, "timeout"),
+        ({"command": "x", "timeout": -2}, "timeout"),
+        ({"command": "x", "timeout": "5"}, "timeout"),
+        ({"command": "x", "run_at": "tomorrow"}, "run_at"),
+        ({"command": "x", "run_at": 12345}, "run_at"),
+        ({"command": "x", "idempotency_key": ""}, "idempotency_key"),
+    ],
+)
+def test_bad_input_names_the_field(payload: dict[str, object], field: str) -> None:
+    with pytest.raises(JobSpecError) as raised:
+        parse_job_spec(payload)
+    assert raised.value.field == field
+    assert f"'{field}'" in str(raised.value)
+
+
+@pytest.mark.parametrize("payload", [[], "job", 3, None])
+def test_input_must_be_an_object(payload: object) -> None:
+    with pytest.raises(JobSpecError, match="JSON object"):
+        parse_job_spec(payload)
+
+
+def test_run_at_without_offset_is_utc_and_offsets_are_honoured() -> None:
+    assert parse_iso("2026-01-01T00:00:00") == parse_iso("2026-01-01T00:00:00Z")
+    assert parse_iso("2026-01-01T02:00:00+02:00") == parse_iso("2026-01-01T00:00:00Z")
+    assert to_iso(parse_iso("2026-01-01T00:00:00.250Z")) == "2026-01-01T00:00:00.250Z"

@@ -1,0 +1,358 @@
+"""The store's semantics: transitions, claim order, fencing, recovery, counts, paging."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from queuectl_tui.models import JobState, Outcome, Worker, WorkerStatus
+from queuectl_tui.store import DuplicateJobError, Settlement, SQLiteStore, StoreError
+from queuectl_tui.store.sqlite import NEXT_READY_SQL
+
+from helpers import spec
+
+NOW = 1_800_000_000_000
+BASE = 2.0
+CAP = 3600.0
+
+
+def claim(store: SQLiteStore, worker: str = "w1", now: int = NOW):
+    return store.claim(worker, 4242, now)
+
+
+def settle(store, job, outcome=Outcome.COMPLETED, now=NOW + 1000, exit_code=0, **kw):
+    return store.settle(
+        Settlement(job, outcome, exit_code, kw.get("output", "out"), kw.get("error"), now),
+        BASE,
+        CAP,
+        claim_next=kw.get("claim_next", False),
+    )
+
+
+def register(store: SQLiteStore, *ids: str, status=WorkerStatus.IDLE, now: int = NOW) -> None:
+    store.register_workers(
+        [Worker(i, "pool", 4242, "host", status, now, now, None, None, 0, 0) for i in ids]
+    )
+
+
+def test_enqueue_stores_a_pending_job(store: SQLiteStore) -> None:
+    result = store.enqueue(spec(id="a", command="echo hi", priority=3), 3, NOW)
+    assert result.created
+    job = store.get("a")
+    assert job is not None and job == result.job
+    assert (job.state, job.priority, job.max_retries, job.attempts) == (JobState.PENDING, 3, 3, 0)
+    assert job.run_at == job.created_at == NOW
+    assert store.counts()[JobState.PENDING] == 1
+
+
+def test_duplicate_id_is_refused_and_the_original_kept(store: SQLiteStore) -> None:
+    store.enqueue(spec(id="a", command="first"), 3, NOW)
+    with pytest.raises(DuplicateJobError):
+        store.enqueue(spec(id="a", command="second"), 3, NOW)
+    assert store.get("a").command == "first"
+    assert store.counts()[JobState.PENDING] == 1
+
+
+def test_idempotency_key_returns_the_existing_job(store: SQLiteStore) -> None:
+    first = store.enqueue(spec(id="a", idempotency_key="k"), 3, NOW)
+    again = store.enqueue(spec(id="b", idempotency_key="k"), 3, NOW)
+    assert not again.created and again.job.id == "a" == first.job.id
+    assert store.get("b") is None
+    assert store.counts()[JobState.PENDING] == 1
+
+
+def test_bulk_enqueue_is_all_or_nothing(store: SQLiteStore) -> None:
+    store.enqueue(spec(id="taken"), 3, NOW)
+    batch = [spec(id=f"j{i}") for i in range(50)] + [spec(id="taken")]
+    with pytest.raises(DuplicateJobError) as raised:
+        store.enqueue_many(batch, 3, NOW)
+    assert raised.value.job_id == "taken"
+    assert store.get("j0") is None
+    assert store.counts()[JobState.PENDING] == 1
+
+
+def test_bulk_enqueue_skips_known_idempotency_keys(store: SQLiteStore) -> None:
+    store.enqueue(spec(id="a", idempotency_key="k"), 3, NOW)
+    result = store.enqueue_many(
+        [spec(id="b", idempotency_key="k"), spec(id="c", max_retries=7, timeout=2.5)], 3, NOW
+    )
+    assert (result.created, result.existing) == (1, 1)
+    c = store.get("c")
+    assert c.max_retries == 7 and c.timeout == 2.5
+    assert store.counts()[JobState.PENDING] == 2
+
+
+def test_claim_order_is_priority_then_run_at_then_creation(store: SQLiteStore) -> None:
+    store.enqueue(spec(id="low"), 3, NOW)
+    store.enqueue(spec(id="late", priority=5, run_at="2030-01-01T00:00:00Z"), 3, NOW)
+    store.enqueue(spec(id="high-b", priority=5), 3, NOW + 2)
+    store.enqueue(spec(id="high-a", priority=5), 3, NOW + 1)
+    store.enqueue(spec(id="high-c", priority=5), 3, NOW + 1)
+    order = [claim(store, now=NOW + 10).id for _ in range(4)]
+    assert order == ["high-a", "high-c", "high-b", "low"]
+    assert claim(store, now=NOW + 10) is None  # "late" is not due yet
+
+
+def test_claim_marks_processing_with_owner(store: SQLiteStore) -> None:
+    register(store, "w1")
+    store.enqueue(spec(id="a"), 3, NOW)
+    job = claim(store, now=NOW + 5)
+    assert job.state is JobState.PROCESSING
+    assert (job.worker_id, job.worker_pid, job.claimed_at, job.attempts) == ("w1", 4242, NOW + 5, 1)
+    worker = store.list_workers()[0]
+    assert (worker.status, worker.current_job) == (WorkerStatus.BUSY, "a")
+    assert claim(store, "w2") is None
+
+
+def test_complete(store: SQLiteStore) -> None:
+    register(store, "w1")
+    store.enqueue(spec(id="a"), 3, NOW)
+    job = claim(store)
+    result = settle(store, job, output="hello\n")
+    assert result.state is JobState.COMPLETED
+    done = store.get("a")
+    assert done.state is JobState.COMPLETED and done.worker_id is None and done.exit_code == 0
+    [attempt] = store.attempts("a")
+    assert (attempt.number, attempt.outcome, attempt.output) == (1, Outcome.COMPLETED, "hello\n")
+    assert (attempt.started_at, attempt.finished_at) == (NOW, NOW + 1000)
+    worker = store.list_workers()[0]
+    assert (worker.status, worker.current_job, worker.jobs_done) == (WorkerStatus.IDLE, None, 1)
+
+
+def test_failure_schedules_retry_with_exponential_backoff_then_dead(store: SQLiteStore) -> None:
+    store.enqueue(spec(id="a", max_retries=2), 3, NOW)
+    now = NOW
+    expected_delays = [2_000, 4_000]
+    for delay in expected_delays:
+        job = claim(store, now=now)
+        result = settle(store, job, Outcome.FAILED, now=now + 10, exit_code=1, error="boom")
+        assert result.state is JobState.FAILED
+        assert result.run_at == now + 10 + delay
+        assert claim(store, now=result.run_at - 1) is None  # not before its run_at
+        now = result.run_at
+    job = claim(store, now=now)
+    assert job.attempts == 3
+    result = settle(store, job, Outcome.TIMEOUT, now=now + 10, exit_code=None)
+    assert result.state is JobState.DEAD
+    dead = store.get("a")
+    assert dead.state is JobState.DEAD and dead.attempts == 3 and dead.runs == 3
+    outcomes = [a.outcome for a in store.attempts("a")]
+    assert outcomes == [Outcome.FAILED, Outcome.FAILED, Outcome.TIMEOUT]
+
+
+def test_backoff_is_capped(store: SQLiteStore) -> None:
+    store.enqueue(spec(id="a", max_retries=100), 3, NOW)
+    now = NOW
+    for _ in range(20):
+        job = claim(store, now=now)
+        result = store.settle(Settlement(job, Outcome.FAILED, 1, "", None, now), 10.0, 60.0)
+        assert result.run_at - now <= 60_000
+        now = result.run_at
+
+
+def test_max_retries_zero_goes_straight_to_dead(store: SQLiteStore) -> None:
+    store.enqueue(spec(id="a", max_retries=0), 3, NOW)
+    assert settle(store, claim(store), Outcome.FAILED, exit_code=1).state is JobState.DEAD
+
+
+def test_settle_is_fenced_by_owner_and_run(store: SQLiteStore) -> None:
+    store.enqueue(spec(id="a"), 3, NOW)
+    job = claim(store)
+    impostor = type(job)(**{**_fields(job), "worker_id": "someone-else"})
+    assert settle(store, impostor).state is None
+    older = type(job)(**{**_fields(job), "runs": job.runs - 1})
+    assert settle(store, older).state is None
+    assert store.get("a").state is JobState.PROCESSING
+    assert store.attempts("a") == []
+    assert settle(store, job).state is JobState.COMPLETED
+    assert settle(store, job).state is None  # a second settle of the same run changes nothing
+
+
+def test_late_result_after_recovery_changes_nothing(store: SQLiteStore) -> None:
+    register(store, "w1")
+    store.enqueue(spec(id="a"), 3, NOW)
+    job = claim(store)
+    recovered = store.recover_orphans(["w1"], BASE, CAP, NOW + 100)
+    assert [j.id for j in recovered] == ["a"]
+    assert recovered[0].state is JobState.FAILED
+    assert settle(store, job).state is None
+    assert store.get("a").state is JobState.FAILED
+
+
+def test_recovery_counts_the_lost_attempt_and_ends_in_dead(store: SQLiteStore) -> None:
+    store.enqueue(spec(id="a", max_retries=1), 3, NOW)
+    now = NOW
+    for expected in (JobState.FAILED, JobState.DEAD):
+        register(store, "w1", now=now)
+        claim(store, now=now)
+        [job] = store.recover_orphans(["w1"], BASE, CAP, now + 1)
+        assert job.state is expected
+        now = job.run_at
+    lost = store.attempts("a")
+    assert [a.outcome for a in lost] == [Outcome.LOST, Outcome.LOST]
+    assert "lost" in (lost[0].error or "")
+    assert store.list_workers()[0].status is WorkerStatus.LOST
+
+
+def test_recovery_leaves_jobs_of_live_workers_alone(store: SQLiteStore) -> None:
+    register(store, "alive", "dead")
+    store.enqueue(spec(id="a"), 3, NOW)
+    store.enqueue(spec(id="b"), 3, NOW)
+    claim(store, "alive")
+    claim(store, "dead")
+    recovered = store.recover_orphans(["dead"], BASE, CAP, NOW + 1)
+    assert [j.id for j in recovered] == ["b"]
+    assert store.get("a").state is JobState.PROCESSING
+
+
+def test_orphans_of_unknown_workers_are_recovered(store: SQLiteStore) -> None:
+    store.enqueue(spec(id="a"), 3, NOW)
+    claim(store, "never-registered")
+    assert [j.id for j in store.recover_orphans([], BASE, CAP, NOW + 1)] == ["a"]
+
+
+def test_cancelled_run_returns_to_pending_without_spending_an_attempt(store: SQLiteStore) -> None:
+    store.enqueue(spec(id="a", max_retries=0), 3, NOW)
+    job = claim(store)
+    result = settle(store, job, Outcome.CANCELLED, exit_code=None)
+    assert result.state is JobState.PENDING
+    again = store.get("a")
+    assert again.attempts == 0 and again.runs == 1 and again.run_at == NOW
+    assert claim(store, now=NOW + 2000).attempts == 1
+
+
+def test_settle_can_claim_the_next_job_in_the_same_transaction(store: SQLiteStore) -> None:
+    register(store, "w1")
+    store.enqueue(spec(id="a"), 3, NOW)
+    store.enqueue(spec(id="b"), 3, NOW)
+    first = claim(store)
+    result = settle(store, first, claim_next=True)
+    assert result.state is JobState.COMPLETED
+    assert result.next_job is not None and result.next_job.id == "b"
+    assert result.next_job.worker_id == "w1"
+    assert store.list_workers()[0].current_job == "b"
+
+
+def test_dlq_retry_gives_a_fresh_budget_and_keeps_history(store: SQLiteStore) -> None:
+    store.enqueue(spec(id="a", max_retries=0), 3, NOW)
+    store.enqueue(spec(id="b", max_retries=0), 3, NOW)
+    store.enqueue(spec(id="c"), 3, NOW)
+    for _ in range(2):
+        settle(store, claim(store), Outcome.FAILED, exit_code=1)
+    assert store.counts()[JobState.DEAD] == 2
+    assert store.retry_dead(["a", "c", "nope"], NOW + 5000) == ["a"]
+    job = store.get("a")
+    assert (job.state, job.attempts, job.runs, job.run_at) == (JobState.PENDING, 0, 1, NOW + 5000)
+    assert len(store.attempts("a")) == 1
+    assert store.retry_dead(None, NOW + 6000) == ["b"]
+    assert store.counts()[JobState.DEAD] == 0
+    claimed = {job.id: job for job in (claim(store, now=NOW + 7000) for _ in range(3))}
+    assert (claimed["a"].attempts, claimed["a"].runs) == (1, 2)
+
+
+def test_counts_follow_every_transition(store: SQLiteStore) -> None:
+    store.enqueue_many([spec(id=f"j{i}", max_retries=0) for i in range(5)], 3, NOW)
+    settle(store, claim(store), Outcome.COMPLETED)
+    settle(store, claim(store), Outcome.FAILED, exit_code=1)
+    claim(store)
+    counts = store.counts()
+    assert counts == {
+        JobState.PENDING: 2,
+        JobState.PROCESSING: 1,
+        JobState.COMPLETED: 1,
+        JobState.FAILED: 0,
+        JobState.DEAD: 1,
+    }
+    queue = store.queue_counts()
+    assert queue.total == 5 and queue.active_workers == 0
+
+
+def test_keyset_paging_and_filters(store: SQLiteStore) -> None:
+    store.enqueue_many([spec(id=f"job-{i:03d}", command=f"echo {i}") for i in range(25)], 3, NOW)
+    first = store.list_jobs(limit=10)
+    second = store.list_jobs(limit=10, after_seq=first[-1].seq)
+    third = store.list_jobs(limit=10, after_seq=second[-1].seq)
+    ids = [j.id for j in first + second + third]
+    assert ids == [f"job-{i:03d}" for i in range(25)]
+    newest = store.list_jobs(limit=3, newest_first=True)
+    assert [j.id for j in newest] == ["job-024", "job-023", "job-022"]
+    assert [j.id for j in store.list_jobs(search="echo 2")] == [
+        "job-002",
+        "job-020",
+        "job-021",
+        "job-022",
+        "job-023",
+        "job-024",
+    ]
+    assert store.list_jobs(search="100%") == []
+    claim(store)
+    assert [j.id for j in store.list_jobs(JobState.PROCESSING)] == ["job-000"]
+
+
+def test_stats_report_throughput_and_latency(store: SQLiteStore) -> None:
+    store.enqueue_many([spec(id=f"j{i}") for i in range(4)], 3, NOW)
+    for i in range(4):
+        job = claim(store, now=NOW + 100 * (i + 1))
+        outcome = Outcome.COMPLETED if i < 3 else Outcome.FAILED
+        settle(store, job, outcome, now=NOW + 100 * (i + 1) + 50, exit_code=0 if i < 3 else 1)
+    stats = store.stats(NOW + 1000)
+    assert stats.completed_last_minute == 3 and stats.failed_last_minute == 1
+    assert stats.attempts_total == 4 and stats.attempts_failed == 1
+    assert stats.run_ms["p50"] == 50.0
+    assert stats.wait_ms["avg"] == 250.0
+    assert sum(stats.completed_per_minute) == 3
+
+
+def test_stop_requests(store: SQLiteStore) -> None:
+    assert not store.stop_requested_since(NOW)
+    store.request_stop(NOW + 10)
+    assert store.stop_requested_since(NOW)
+    assert not store.stop_requested_since(NOW + 11)
+
+
+def test_heartbeat_and_worker_status(store: SQLiteStore) -> None:
+    register(store, "w1", "w2")
+    store.heartbeat(["w1"], NOW + 500)
+    store.set_worker_status("w2", WorkerStatus.STOPPED, None, NOW + 600)
+    workers = {w.id: w for w in store.list_workers()}
+    assert workers["w1"].last_heartbeat == NOW + 500
+    assert workers["w2"].status is WorkerStatus.STOPPED and workers["w2"].stopped_at == NOW + 600
+    assert [w.id for w in store.list_workers(active_only=True)] == ["w1"]
+    assert store.prune_workers(NOW + 601) == 1
+
+
+def test_jobs_survive_reopening(db_path: Path) -> None:
+    first = SQLiteStore(db_path)
+    first.enqueue(spec(id="a"), 3, NOW)
+    first.close()
+    second = SQLiteStore(db_path)
+    assert second.get("a").state is JobState.PENDING
+    assert second._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    second.close()
+
+
+def test_missing_folder_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="does not exist"):
+        SQLiteStore(tmp_path / "nope" / "q.db")
+
+
+def test_newer_schema_is_refused(db_path: Path) -> None:
+    SQLiteStore(db_path).close()
+    import sqlite3
+
+    conn = sqlite3.connect(db_path)
+    conn.execute("PRAGMA user_version = 99")
+    conn.close()
+    with pytest.raises(StoreError, match="schema version 99"):
+        SQLiteStore(db_path)
+
+
+def test_claim_uses_the_ready_index(store: SQLiteStore) -> None:
+    plan = store._conn.execute("EXPLAIN QUERY PLAN " + NEXT_READY_SQL, (1,)).fetchall()
+    text = " ".join(str(row) for row in plan)
+    assert "jobs_ready" in text and "TEMP B-TREE" not in text
+
+
+def _fields(job) -> dict[str, object]:
+    return {name: getattr(job, name) for name in job.__slots__}

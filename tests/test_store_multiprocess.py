@@ -1,0 +1,59 @@
+"""Claims are atomic across separate OS processes, not just threads."""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from queuectl_tui.models import JobState
+from queuectl_tui.store import SQLiteStore
+from queuectl_tui.timeutil import now_ms
+
+from helpers import spec
+
+JOBS = 2_000
+PROCESSES = 4
+
+
+def _claim_until_empty(path: str, worker: str, start, results) -> None:
+    store = SQLiteStore(path)
+    start.wait()
+    claimed = []
+    while True:
+        job = store.claim(worker, 1, now_ms())
+        if job is None:
+            break
+        claimed.append(job.id)
+    store.close()
+    results.put((worker, claimed))
+
+
+@pytest.mark.slow
+def test_four_processes_claim_each_job_exactly_once(db_path: Path) -> None:
+    store = SQLiteStore(db_path)
+    store.enqueue_many([spec(id=f"job-{i}") for i in range(JOBS)], 3, now_ms())
+    context = multiprocessing.get_context("spawn")
+    start = context.Event()
+    results = context.Queue()
+    processes = [
+        context.Process(target=_claim_until_empty, args=(str(db_path), f"w{n}", start, results))
+        for n in range(PROCESSES)
+    ]
+    for process in processes:
+        process.start()
+    start.set()
+    per_worker = dict(results.get(timeout=120) for _ in processes)
+    for process in processes:
+        process.join(timeout=30)
+        assert process.exitcode == 0
+    claimed = Counter(job_id for ids in per_worker.values() for job_id in ids)
+    assert len(claimed) == JOBS
+    assert max(claimed.values()) == 1, "a job was claimed twice"
+    assert sum(1 for ids in per_worker.values() if ids) >= 2, "the claims did not interleave"
+    assert store.counts()[JobState.PROCESSING] == JOBS
+    owners = {job.worker_id for job in store.list_jobs(limit=JOBS)}
+    assert owners <= {f"w{n}" for n in range(PROCESSES)}
+    store.close()

@@ -1,0 +1,135 @@
+"""Random sequences of queue operations keep the store's invariants."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from queuectl_tui.models import Job, JobState, Outcome, Worker, WorkerStatus
+from queuectl_tui.store import Settlement, SQLiteStore
+
+from helpers import spec
+
+WORKERS = ("w1", "w2", "w3")
+
+
+class QueueMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.store = SQLiteStore(":memory:")
+        self.now = 1_800_000_000_000
+        self.next_id = 0
+        self.held: dict[str, Job] = {}  # job id -> the job as its worker claimed it
+        self.runs_seen: dict[str, int] = {}
+        self.stale: list[Job] = []  # claims whose worker was declared dead
+        self.register(*WORKERS)
+
+    def register(self, *ids: str) -> None:
+        self.store.register_workers(
+            [
+                Worker(i, "p", 1, "h", WorkerStatus.IDLE, self.now, self.now, None, None, 0, 0)
+                for i in ids
+            ]
+        )
+
+    def teardown(self) -> None:
+        self.store.close()
+
+    @rule(retries=st.integers(0, 2), priority=st.integers(-2, 2), count=st.integers(1, 3))
+    def enqueue(self, retries: int, priority: int, count: int) -> None:
+        batch = []
+        for _ in range(count):
+            self.next_id += 1
+            batch.append(spec(id=f"j{self.next_id}", max_retries=retries, priority=priority))
+        if count == 1:
+            self.store.enqueue(batch[0], 3, self.now)
+        else:
+            self.store.enqueue_many(batch, 3, self.now)
+
+    @rule(worker=st.sampled_from(WORKERS))
+    def claim(self, worker: str) -> None:
+        job = self.store.claim(worker, 1, self.now)
+        if job is not None:
+            assert job.id not in self.held, "a job was claimed twice"
+            self.held[job.id] = job
+
+    @precondition(lambda self: self.held)
+    @rule(data=st.data(), outcome=st.sampled_from(list(Outcome)), next_job=st.booleans())
+    def settle(self, data: st.DataObject, outcome: Outcome, next_job: bool) -> None:
+        job_id = data.draw(st.sampled_from(sorted(self.held)))
+        job = self.held.pop(job_id)
+        result = self.store.settle(
+            Settlement(job, outcome, 0, "", None, self.now), 2.0, 60.0, claim_next=next_job
+        )
+        if result.next_job is not None:
+            assert result.next_job.id not in self.held
+            self.held[result.next_job.id] = result.next_job
+        if result.state is None:
+            return
+        expected = {
+            Outcome.COMPLETED: {JobState.COMPLETED},
+            Outcome.CANCELLED: {JobState.PENDING},
+        }.get(outcome, {JobState.FAILED, JobState.DEAD})
+        assert result.state in expected
+
+    @rule(worker=st.sampled_from(WORKERS))
+    def worker_dies(self, worker: str) -> None:
+        recovered = self.store.recover_orphans([worker], 2.0, 60.0, self.now)
+        for job in recovered:
+            assert job.state in (JobState.FAILED, JobState.DEAD)
+        for job_id in [j for j, held in self.held.items() if held.worker_id == worker]:
+            self.stale.append(self.held.pop(job_id))
+        self.register(worker)  # the worker comes back under the same id
+
+    @precondition(lambda self: self.stale)
+    @rule(outcome=st.sampled_from(list(Outcome)))
+    def late_result_is_fenced_out(self, outcome: Outcome) -> None:
+        job = self.stale.pop()
+        before = self.store.get(job.id)
+        result = self.store.settle(Settlement(job, outcome, 0, "", None, self.now), 2.0, 60.0)
+        assert result.state is None
+        assert self.store.get(job.id) == before
+
+    @rule()
+    def retry_all_dead(self) -> None:
+        for job_id in self.store.retry_dead(None, self.now):
+            assert self.store.get(job_id).state is JobState.PENDING
+
+    @rule(ms=st.integers(1, 20_000))
+    def time_passes(self, ms: int) -> None:
+        self.now += ms
+
+    @invariant()
+    def counts_match_the_rows(self) -> None:
+        rows = self.store._conn.execute("SELECT state, count(*) FROM jobs GROUP BY state")
+        actual = {JobState(state): n for state, n in rows}
+        assert {s: n for s, n in self.store.counts().items() if n} == actual
+
+    @invariant()
+    def processing_iff_owned_and_attempts_bounded(self) -> None:
+        for job in self.store.list_jobs(limit=10_000):
+            assert (job.state is JobState.PROCESSING) == (job.worker_id is not None)
+            assert 0 <= job.attempts <= job.max_retries + 1
+            assert job.runs >= job.attempts
+            assert job.runs >= self.runs_seen.get(job.id, 0), "runs went backwards"
+            self.runs_seen[job.id] = job.runs
+            if job.state is JobState.PROCESSING:
+                held = self.held.get(job.id)
+                assert held is not None and held.worker_id == job.worker_id
+
+    @invariant()
+    def attempt_history_matches_runs(self) -> None:
+        for job in self.store.list_jobs(limit=10_000):
+            finished = len(self.store.attempts(job.id))
+            running = 1 if job.state is JobState.PROCESSING else 0
+            assert finished + running == job.runs
+
+
+QueueMachine.TestCase.settings = settings(
+    max_examples=60,
+    stateful_step_count=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+TestQueueInvariants = QueueMachine.TestCase
