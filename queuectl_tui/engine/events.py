@@ -1,0 +1,99 @@
+"""Structured pool logging: one event per line on stderr, for people or for machines.
+
+Every line is an event name plus key=value fields. The human format reads well in a terminal
+and in `grep`; the JSON format (`--log-format json`) is one object per line for log shippers.
+Warnings from the store (a locked database being retried) go through the same formatter.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from datetime import datetime, timezone
+from typing import Any, TextIO
+
+LOGGER_NAME = "queuectl"
+log = logging.getLogger(LOGGER_NAME + ".engine")
+
+# Keep lines short: a command or an error is context, not the record (the store has the full
+# text in the attempt history).
+_MAX_VALUE = 200
+
+
+def _timestamp(created: float) -> str:
+    # Microseconds, so that pickup latency can be measured from the log itself.
+    moment = datetime.fromtimestamp(created, tz=timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _short(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > _MAX_VALUE:
+        return value[: _MAX_VALUE - 1] + "…"
+    return value
+
+
+def _human_value(value: Any) -> str:
+    if value is None:
+        return "-"
+    text = str(_short(value))
+    if not text or any(ch.isspace() or ch in "\"'=" for ch in text) or not text.isprintable():
+        return json.dumps(text, ensure_ascii=False)
+    return text
+
+
+class HumanFormatter(logging.Formatter):
+    """`2026-07-24T10:00:00.123456Z claimed job=a1 worker=host:41:1 attempt=1`"""
+
+    def format(self, record: logging.LogRecord) -> str:
+        event = getattr(record, "event", None)
+        fields: dict[str, Any] = getattr(record, "fields", {})
+        head = f"{_timestamp(record.created)} "
+        if event is None:
+            head += f"{record.levelname.lower()} {_human_value(record.getMessage())}"
+        else:
+            head += event if record.levelno <= logging.INFO else f"{event} [{record.levelname}]"
+        parts = [head] + [f"{key}={_human_value(value)}" for key, value in fields.items()]
+        line = " ".join(parts)
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: ts, level, event, then the event's fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        event = getattr(record, "event", None)
+        fields: dict[str, Any] = getattr(record, "fields", {})
+        data: dict[str, Any] = {
+            "ts": _timestamp(record.created),
+            "level": record.levelname.lower(),
+            "event": event or "log",
+        }
+        if event is None:
+            data["message"] = record.getMessage()
+        data.update((key, _short(value)) for key, value in fields.items())
+        if record.exc_info:
+            data["traceback"] = self.formatException(record.exc_info)
+        return json.dumps(data, ensure_ascii=False, default=str)
+
+
+def configure(log_format: str, stream: TextIO | None = None) -> logging.Handler:
+    """Send every `queuectl.*` logger to stderr in the chosen format; returns the handler."""
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(JsonFormatter() if log_format == "json" else HumanFormatter())
+    root = logging.getLogger(LOGGER_NAME)
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    root.propagate = False
+    return handler
+
+
+def event(name: str, level: int = logging.INFO, exc_info: bool = False, **fields: Any) -> None:
+    """Log one event: `event("claimed", job="a1", worker="host:41:1")`; None fields are left
+    out."""
+    fields = {key: value for key, value in fields.items() if value is not None}
+    log.log(level, name, extra={"event": name, "fields": fields}, exc_info=exc_info)

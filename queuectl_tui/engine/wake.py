@@ -1,0 +1,260 @@
+"""Waking idle workers: new work from any process starts within milliseconds, while an idle
+pool sleeps in the kernel instead of polling.
+
+One watcher thread per pool notices that the database changed and rouses one idle worker at a
+time (each worker that finds a job rouses the next, so a burst fans out without a thundering
+herd). Change detection, best first:
+
+- `inotify` on the database's `-wal` file (Linux): every commit, from any process, writes to
+  the WAL, so the watcher sleeps until then. A WAL write is seen slightly before the commit is
+  visible to readers, so after each write `PRAGMA data_version` is re-checked every
+  millisecond for a short window; a slow `data_version` poll stays on as a safety net.
+- `poll`: `PRAGMA data_version` every 2 ms (any platform; costs a few % of a core).
+
+Either way the watcher also wakes a worker when the next known `run_at` arrives (a retry's
+backoff ending, a job scheduled for later), so a due job is never slept through.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import os
+import select
+import struct
+import threading
+import time
+from collections.abc import Callable
+
+from ..store import Store, StoreError
+from ..timeutil import now_ms
+from . import events
+
+# inotify constants from <sys/inotify.h>.
+_IN_MODIFY = 0x00000002
+_IN_DELETE_SELF = 0x00000400
+_IN_MOVE_SELF = 0x00000800
+_IN_IGNORED = 0x00008000
+_IN_NONBLOCK = 0o4000
+_IN_CLOEXEC = 0o2000000
+_EVENT_HEADER = struct.Struct("iIII")
+
+POLL_INTERVAL = 0.002  # seconds between data_version checks in poll mode
+WRITE_POLL = 0.001  # seconds between data_version checks just after a WAL write
+WRITE_WINDOW = 0.025  # how long after a WAL write to keep checking for the commit
+SAFETY_POLL = 0.5  # the slow data_version check that runs in inotify mode anyway
+NEXT_RUN_REFRESH = 0.02  # at most this often the next run_at is re-read while changes stream
+
+
+class WakeBoard:
+    """Counts pending wake-ups for idle workers (at most one per worker), so a wake-up that
+    arrives between a worker's empty claim and its wait is never lost."""
+
+    def __init__(self, capacity: int) -> None:
+        self._cond = threading.Condition()
+        self._signals = 0
+        self._waiting = 0
+        self._capacity = max(1, capacity)
+        self._closed = False
+
+    def resize(self, capacity: int) -> None:
+        with self._cond:
+            self._capacity = max(1, capacity)
+
+    @property
+    def idle_workers(self) -> int:
+        return self._waiting
+
+    def signal(self, count: int = 1) -> None:
+        with self._cond:
+            self._signals = min(self._signals + count, self._capacity)
+            self._cond.notify(count)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def wait(self, timeout: float, on_idle: Callable[[], None] | None = None) -> bool:
+        """Sleep until signalled, closed or `timeout`; True if woken by a signal. `on_idle`
+        runs once this worker counts as idle (the watcher only plans for idle workers)."""
+        with self._cond:
+            self._waiting += 1
+            try:
+                if on_idle is not None and not self._signals:
+                    on_idle()
+                self._cond.wait_for(lambda: self._signals > 0 or self._closed, timeout)
+            finally:
+                self._waiting -= 1
+            if self._signals > 0:
+                self._signals -= 1
+                return True
+            return False
+
+
+class _Inotify:
+    """A minimal inotify binding (ctypes): one watch on the WAL file."""
+
+    def __init__(self, path: str) -> None:
+        name = ctypes.util.find_library("c") or "libc.so.6"
+        self._libc = ctypes.CDLL(name, use_errno=True)
+        self._libc.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
+        fd = self._libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
+        if fd < 0:
+            raise OSError(ctypes.get_errno(), "inotify_init1 failed")
+        self.fd = fd
+        self.path = path
+        self.watching = False
+        self.rewatch()
+
+    def rewatch(self) -> bool:
+        """(Re)attach the watch; False while the file does not exist."""
+        wd = self._libc.inotify_add_watch(
+            self.fd, os.fsencode(self.path), _IN_MODIFY | _IN_DELETE_SELF | _IN_MOVE_SELF
+        )
+        self.watching = wd >= 0
+        return self.watching
+
+    def drain(self) -> bool:
+        """Consume pending events; True if the file was written."""
+        written = False
+        while True:
+            try:
+                data = os.read(self.fd, 65536)
+            except BlockingIOError:
+                return written
+            offset = 0
+            while offset + _EVENT_HEADER.size <= len(data):
+                _, mask, _, length = _EVENT_HEADER.unpack_from(data, offset)
+                offset += _EVENT_HEADER.size + length
+                if mask & _IN_MODIFY:
+                    written = True
+                if mask & (_IN_IGNORED | _IN_DELETE_SELF | _IN_MOVE_SELF):
+                    self.watching = False
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+
+def inotify_available() -> bool:
+    return hasattr(os, "read") and os.uname().sysname == "Linux"
+
+
+class ChangeWatcher(threading.Thread):
+    """The pool's one watcher thread: notices commits and due run_at times, wakes a worker."""
+
+    def __init__(
+        self,
+        open_store: Callable[[], Store],
+        database_path: str,
+        board: WakeBoard,
+        mode: str = "auto",
+    ) -> None:
+        super().__init__(name="queuectl-wake", daemon=True)
+        self._open_store = open_store
+        self._wal_path = os.path.abspath(database_path) + "-wal"
+        self._board = board
+        self._halt = threading.Event()
+        self._notify_r, self._notify_w = os.pipe()  # wakes select() for stop and schedule
+        self._inotify: _Inotify | None = None
+        self._next_due: int | None = None
+        self._due_dirty = True
+        if mode not in ("auto", "inotify", "poll"):
+            raise ValueError(f"unknown wake mode {mode!r}")
+        if mode in ("auto", "inotify") and inotify_available():
+            try:
+                self._inotify = _Inotify(self._wal_path)
+            except (OSError, AttributeError):
+                if mode == "inotify":
+                    raise
+        self.mode = "inotify" if self._inotify is not None else "poll"
+
+    def schedule(self, run_at: int) -> None:
+        """A job becomes due at `run_at` (ms): make sure an idle worker looks then."""
+        self._due_dirty = True
+        with contextlib.suppress(OSError):
+            os.write(self._notify_w, b"s")
+
+    def worker_idle(self) -> None:
+        """A worker is about to wait: if the next run_at is stale, have it re-read now."""
+        if self._due_dirty:
+            with contextlib.suppress(OSError):
+                os.write(self._notify_w, b"i")
+
+    def stop(self) -> None:
+        self._halt.set()
+        with contextlib.suppress(OSError):
+            os.write(self._notify_w, b"x")
+
+    def run(self) -> None:
+        try:
+            store = self._open_store()
+        except StoreError as error:
+            events.event("wake watcher failed", level=30, error=str(error))
+            return
+        try:
+            self._loop(store)
+        finally:
+            store.close()
+            if self._inotify is not None:
+                self._inotify.close()
+            os.close(self._notify_r)
+            os.close(self._notify_w)
+
+    def _loop(self, store: Store) -> None:
+        token = self._token(store)
+        watch_until = 0.0  # after a WAL write: check data_version every ms until then
+        last_due_read = 0.0
+        fds = [self._notify_r]
+        if self._inotify is not None:
+            fds.append(self._inotify.fd)
+        while not self._halt.is_set():
+            now = time.monotonic()
+            if self._inotify is None:
+                wait = POLL_INTERVAL
+            else:
+                wait = WRITE_POLL if now < watch_until else SAFETY_POLL
+            if self._next_due is not None:
+                wait = min(wait, max(0.0, (self._next_due - now_ms()) / 1000))
+            ready, _, _ = select.select(fds, [], [], wait)
+            if self._notify_r in ready:
+                with contextlib.suppress(BlockingIOError):
+                    os.read(self._notify_r, 4096)
+            if self._inotify is not None:
+                if self._inotify.fd in ready and self._inotify.drain():
+                    watch_until = time.monotonic() + WRITE_WINDOW
+                if not self._inotify.watching:
+                    self._inotify.rewatch()
+            current = self._token(store)
+            if current != token:
+                token = current
+                watch_until = 0.0
+                self._due_dirty = True
+                self._board.signal(1)
+            if self._next_due is not None and now_ms() >= self._next_due:
+                self._next_due = None
+                self._due_dirty = True
+                self._board.signal(1)
+            # Re-reading the next run_at is a small scan: only when it may have changed and
+            # somebody is idle to use it, and not more than every NEXT_RUN_REFRESH seconds.
+            if (
+                self._due_dirty
+                and self._board.idle_workers
+                and time.monotonic() - last_due_read >= NEXT_RUN_REFRESH
+            ):
+                self._due_dirty = False
+                last_due_read = time.monotonic()
+                try:
+                    self._next_due = store.next_run_at(now_ms())
+                except StoreError as error:
+                    self._due_dirty = True
+                    events.event("wake watcher retrying", level=30, error=str(error))
+
+    @staticmethod
+    def _token(store: Store) -> int | None:
+        try:
+            return store.change_token()
+        except StoreError:
+            return None
