@@ -1,0 +1,151 @@
+"""Every console action in one list: the key bindings, the footer, the `?` help and the
+command palette are all built from it, so they cannot disagree."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+from textual.binding import Binding
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+from ..models import JobState
+
+
+@dataclass(frozen=True, slots=True)
+class ActionSpec:
+    keys: str  # Textual key names, comma separated
+    action: str  # the app action, with arguments if any
+    title: str  # footer label, help and palette text
+    help: str  # one line for the palette and the help screen
+    section: str
+    key_display: str | None = None
+    mutating: bool = False  # changes the queue: hidden and refused in read-only mode
+    footer: bool = True
+
+    @property
+    def name(self) -> str:
+        return self.action.split("(", 1)[0]
+
+    @property
+    def shown_key(self) -> str:
+        return self.key_display or self.keys.split(",")[0]
+
+
+# The state tabs, in the order an operator follows a job through the queue.
+STATE_TABS = (
+    "all",
+    *(
+        state.value
+        for state in (
+            JobState.PENDING,
+            JobState.PROCESSING,
+            JobState.FAILED,
+            JobState.DEAD,
+            JobState.COMPLETED,
+        )
+    ),
+)
+
+GLOBAL = "Anywhere"
+TABLES = "Jobs and dead letters"
+
+ACTIONS: tuple[ActionSpec, ...] = (
+    ActionSpec("question_mark", "help", "Help", "Show every key", GLOBAL, key_display="?"),
+    ActionSpec("enter", "open_job", "Open", "Open the selected job", TABLES, "Enter"),
+    ActionSpec("slash", "filter", "Filter", "Filter by id or command text", TABLES, "/"),
+    ActionSpec("n", "new_job", "New", "Open the enqueue form", GLOBAL, mutating=True),
+    ActionSpec(
+        "r", "retry_selected", "Retry", "Retry the selected dead job", TABLES, mutating=True
+    ),
+    ActionSpec(
+        "R",
+        "retry_all",
+        "Retry all",
+        "Retry every dead job shown (asks first)",
+        TABLES,
+        mutating=True,
+    ),
+    ActionSpec(
+        "s", "start_pool", "Start pool", "Start a background worker pool", GLOBAL, mutating=True
+    ),
+    ActionSpec(
+        "x",
+        "stop_pools",
+        "Stop pools",
+        "Ask every worker pool to stop (asks first)",
+        GLOBAL,
+        mutating=True,
+    ),
+    ActionSpec("p", "toggle_pause", "Pause", "Pause or resume live updates", GLOBAL),
+    ActionSpec("q", "quit", "Quit", "Leave the console (worker pools keep running)", GLOBAL),
+    ActionSpec("j", "show_pane('jobs')", "Jobs", "Show the jobs pane", GLOBAL, footer=False),
+    ActionSpec(
+        "w", "show_pane('workers')", "Workers", "Show the workers pane", GLOBAL, footer=False
+    ),
+    ActionSpec(
+        "d", "show_pane('dead')", "Dead letters", "Show the dead letter queue", GLOBAL, footer=False
+    ),
+    *(
+        ActionSpec(
+            str(index),
+            f"set_state('{name}')",
+            f"{name.capitalize()} jobs",
+            f"Show {name} jobs" if name != "all" else "Show jobs in every state",
+            GLOBAL,
+            footer=False,
+        )
+        for index, name in enumerate(STATE_TABS, start=1)
+    ),
+    ActionSpec("ctrl+r", "refresh_now", "Refresh", "Read the database now", GLOBAL, footer=False),
+    ActionSpec(
+        "escape", "clear_filter", "Clear filter", "Clear the filter", TABLES, "Esc", footer=False
+    ),
+    ActionSpec(
+        "right_square_bracket", "next_page", "Next page", "Older jobs", TABLES, "]", footer=False
+    ),
+    ActionSpec(
+        "left_square_bracket",
+        "prev_page",
+        "Previous page",
+        "Newer jobs",
+        TABLES,
+        "[",
+        footer=False,
+    ),
+    ActionSpec("g", "first_page", "First page", "Back to the newest jobs", TABLES, footer=False),
+)
+
+MUTATING = frozenset(spec.name for spec in ACTIONS if spec.mutating)
+
+
+def bindings() -> list[Binding]:
+    return [
+        Binding(spec.keys, spec.action, spec.title, show=spec.footer, key_display=spec.key_display)
+        for spec in ACTIONS
+    ]
+
+
+class ActionCommands(Provider):
+    """The command palette's view of ACTIONS (read-only mode leaves the mutating ones out)."""
+
+    def _specs(self) -> list[ActionSpec]:
+        readonly = bool(getattr(self.app, "readonly", False))
+        return [spec for spec in ACTIONS if not (readonly and spec.mutating)]
+
+    def _command(self, spec: ActionSpec) -> partial[object]:
+        return partial(self.app.run_action, spec.action)
+
+    async def discover(self) -> Hits:
+        for spec in self._specs():
+            yield DiscoveryHit(
+                f"{spec.title}  ({spec.shown_key})", self._command(spec), help=spec.help
+            )
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for spec in self._specs():
+            label = f"{spec.title}  ({spec.shown_key})"
+            score = max(matcher.match(label), matcher.match(spec.help) * 0.8)
+            if score > 0:
+                yield Hit(score, matcher.highlight(label), self._command(spec), help=spec.help)

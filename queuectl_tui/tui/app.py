@@ -1,0 +1,625 @@
+"""The operations console: jobs by state, workers and dead letters, live, from the keyboard.
+
+Reads happen in thread workers on the console's own reader connection and are skipped when
+`PRAGMA data_version` says nothing changed; writes go through `service`, like the CLI's."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.containers import Horizontal
+from textual.screen import ModalScreen
+from textual.timer import Timer
+from textual.widgets import Footer, Input, Label, Static, Tab, TabbedContent, TabPane, Tabs
+
+from .. import service
+from ..config import Settings
+from ..display import printable
+from ..models import Job, JobSpec, JobState
+from ..store import Store, StoreError
+from ..timeutil import now_ms
+from . import actions
+from .data import Pane, Snapshot, ViewRequest, read_snapshot
+from .screens.confirm import ConfirmScreen
+from .screens.enqueue import EnqueueScreen
+from .screens.help import HelpScreen, Section
+from .screens.job_detail import JobDetailScreen
+from .screens.start_pool import StartPoolScreen
+from .widgets.columns import ColumnTable
+from .widgets.dead_table import DeadTable
+from .widgets.jobs_table import JobsTable
+from .widgets.keyed_table import KeyedTable
+from .widgets.summary import SummaryBar, SummaryData
+from .widgets.workers_table import WorkersTable
+
+Clock = Callable[[], int]
+
+PAGE_SIZE = 100
+FULL_READ_EVERY_MS = 10_000  # throughput windows move with time even when nothing is written
+FILTER_DELAY = 0.3
+STATE_TABS = actions.STATE_TABS
+PANE_TITLES = {Pane.JOBS: "Jobs", Pane.WORKERS: "Workers", Pane.DEAD: "Dead letters"}
+# Actions still allowed while a job's detail is open (modal dialogs allow none).
+DETAIL_ACTIONS = frozenset({"new_job", "help", "quit", "toggle_pause", "start_pool", "stop_pools"})
+TABLE_ACTIONS = frozenset(
+    {"filter", "clear_filter", "open_job", "retry_selected", "next_page", "prev_page", "first_page"}
+)
+
+
+class QueueConsole(App[None]):
+    CSS_PATH = "app.tcss"
+    TITLE = "queuectl"
+    BINDINGS: ClassVar = actions.bindings()
+    COMMANDS: ClassVar = App.COMMANDS | {actions.ActionCommands}
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        refresh: float = 1.0,
+        readonly: bool = False,
+        config_path: str | None = None,
+        clock: Clock = now_ms,
+        page_size: int = PAGE_SIZE,
+        cursor_blink: bool = True,
+    ) -> None:
+        super().__init__()
+        self.settings = settings
+        self.refresh_seconds = refresh
+        self.readonly = readonly
+        self.config_path = config_path
+        self.clock = clock
+        self.page_size = page_size
+        self.cursor_blink = cursor_blink
+        self.reader: Store = service.open_queue(settings)
+        self.writer: Store = service.open_queue(settings)
+        self.pane = Pane.JOBS
+        self.state: JobState | None = None
+        self.search = ""
+        self.paused = False
+        self.anchors: dict[Pane, list[int | None]] = {Pane.JOBS: [None], Pane.DEAD: [None]}
+        self.snapshot: Snapshot | None = None
+        self.reads = 0  # snapshots read from the database, for tests and measurements
+        self._loading = False
+        self._again = False
+        self._last_full_read = 0
+        self._placement: dict[Pane, str] = {}
+        self._shown: dict[Pane, ViewRequest] = {}
+        self._filter_timer: Timer | None = None
+
+    # -- layout ---------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield SummaryBar(self.settings.database_path, self.readonly, id="summary")
+        with Horizontal(id="filter-bar"):
+            yield Label("Filter ", id="filter-label")
+            yield Input(placeholder="id or command text; Enter applies, Esc clears", id="filter")
+        with TabbedContent(id="panes", initial="jobs"):
+            with TabPane("Jobs", id="jobs"):
+                yield Tabs(*(Tab(name, id=f"state-{name}") for name in STATE_TABS), id="states")
+                yield JobsTable(id="jobs-table")
+                yield Static("", id="jobs-status", classes="status")
+            with TabPane("Workers", id="workers"):
+                yield WorkersTable(
+                    id="workers-table", stale_after_s=self.settings.stale_worker_timeout
+                )
+                yield Static("", id="workers-status", classes="status")
+            with TabPane("Dead letters", id="dead"):
+                yield DeadTable(id="dead-table")
+                yield Static("", id="dead-status", classes="status")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#filter", Input).cursor_blink = self.cursor_blink
+        self.query_one("#filter-bar").display = False
+        self.summary.show(SummaryData(self.settings.database_path), self.clock(), self.paused)
+        self.table_for(Pane.JOBS).focus()
+        self.set_interval(self.refresh_seconds, self.poll)
+        self.set_interval(1.0, self.tick)
+        self.poll(force=True)
+
+    def on_unmount(self) -> None:
+        self.workers.cancel_all()
+        self.reader.close()
+        self.writer.close()
+
+    @property
+    def summary(self) -> SummaryBar:
+        return self.query_one("#summary", SummaryBar)
+
+    def table_for(self, pane: Pane) -> ColumnTable:
+        return self.query_one(f"#{pane.value}-table", ColumnTable)
+
+    # -- reading --------------------------------------------------------------------------------
+    def view_request(self) -> ViewRequest:
+        pane = self.pane
+        if pane is Pane.WORKERS:
+            return ViewRequest(pane, page_size=self.page_size)
+        return ViewRequest(
+            pane,
+            state=self.state if pane is Pane.JOBS else None,
+            search=self.search,
+            anchor=self.anchors[pane][-1],
+            page_size=self.page_size,
+        )
+
+    def poll(self, force: bool = False) -> None:
+        """Start one background read unless one is running (then read again after it)."""
+        if self.paused and not force:
+            return
+        if self._loading:
+            self._again = self._again or force
+            return
+        now = self.clock()
+        if now - self._last_full_read >= FULL_READ_EVERY_MS:
+            force = True
+        last = self.snapshot
+        unchanged = last is not None and last.request == self.view_request()
+        token = last.token if (last is not None and unchanged and not force) else None
+        self._loading = True
+        self.load(self.view_request(), token, now)
+
+    @work(thread=True, group="load")
+    def load(self, request: ViewRequest, known_token: int | None, now: int) -> None:
+        snapshot: Snapshot | None = None
+        try:
+            token = self.reader.change_token()
+            if token != known_token:
+                snapshot = read_snapshot(self.reader, request, now, token)
+        except StoreError as error:
+            self.call_from_thread(self.notify, str(error), severity="error", markup=False)
+        self.call_from_thread(self.loaded, snapshot, now)
+
+    def loaded(self, snapshot: Snapshot | None, now: int) -> None:
+        self._loading = False
+        if snapshot is not None:
+            self.reads += 1
+            if now - self._last_full_read >= FULL_READ_EVERY_MS or self._last_full_read == 0:
+                self._last_full_read = now
+            self.apply(snapshot)
+        if self._again:
+            self._again = False
+            self.poll(force=True)
+
+    # -- rendering ------------------------------------------------------------------------------
+    def apply(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        now = self.clock()
+        request = snapshot.request
+        counts = snapshot.counts
+        self.summary.show(
+            SummaryData(
+                self.settings.database_path,
+                dict(counts.by_state),
+                counts.active_workers,
+                snapshot.completed_per_minute,
+                snapshot.failed_per_minute,
+                loaded=True,
+            ),
+            now,
+            self.paused,
+        )
+        self.update_tab_labels(snapshot)
+        if request != self.view_request():
+            self._again = True  # the operator moved on while this was read
+            return
+        pane = request.pane
+        table = self.table_for(pane)
+        if pane is not Pane.WORKERS and not snapshot.jobs and request.anchor is not None:
+            self.anchors[pane] = [None]  # the page emptied under us: back to the newest
+            self._again = True
+            return
+        moved = self._shown.get(pane) != request
+        items = snapshot.workers if pane is Pane.WORKERS else snapshot.jobs
+        if moved:
+            table.reset()
+        table.show(items, now)
+        if moved:
+            if self._placement.pop(pane, "first") == "last":
+                table.select_last()
+            else:
+                table.select_first()
+        self._shown[pane] = request
+        self.update_status(snapshot)
+
+    def tick(self) -> None:
+        """Once a second: ages, countdowns and heartbeats move on without reading anything."""
+        now = self.clock()
+        self.summary.show(self.summary.data, now, self.paused)
+        table = self.table_for(self.pane)
+        if self._shown.get(self.pane) is not None:
+            table.show(table.items, now)
+
+    def update_tab_labels(self, snapshot: Snapshot) -> None:
+        by_state = snapshot.counts.by_state
+        tabs = self.query_one("#states", Tabs)
+        total = sum(by_state.values())
+        for index, name in enumerate(STATE_TABS, start=1):
+            count = total if name == "all" else by_state.get(JobState(name), 0)
+            tab = tabs.query_one(f"#state-{name}", Tab)
+            tab.label = Text.assemble((f"{index} ", "dim"), name, (f" {count:,}", "bold"))
+        panes = self.query_one("#panes", TabbedContent)
+        dead = by_state.get(JobState.DEAD, 0)
+        labels = {
+            Pane.JOBS: Text.assemble(("j ", "dim"), "Jobs"),
+            Pane.WORKERS: Text.assemble(
+                ("w ", "dim"), "Workers", (f" {snapshot.counts.active_workers}", "bold")
+            ),
+            Pane.DEAD: Text.assemble(
+                ("d ", "dim"), "Dead letters", (f" {dead:,}", "bold red" if dead else "bold")
+            ),
+        }
+        for pane, label in labels.items():
+            panes.get_tab(pane.value).label = label
+
+    def update_status(self, snapshot: Snapshot) -> None:
+        request = snapshot.request
+        status = Text(no_wrap=True, overflow="ellipsis")
+        if request.pane is Pane.WORKERS:
+            active = snapshot.counts.active_workers
+            status.append(f"{active} active worker{'s' if active != 1 else ''}", style="bold")
+            status.append(
+                f" · stale after {self.settings.stale_worker_timeout:g} s without a heartbeat",
+                style="dim",
+            )
+            if not snapshot.workers:
+                status.append(" · no workers yet: press s to start a pool", style="dim")
+        else:
+            page = len(self.anchors[request.pane])
+            shown = len(snapshot.jobs)
+            status.append(f"page {page}", style="bold")
+            if request.search:
+                status.append(" · matching ", style="dim")
+                status.append(printable(request.search, single_line=True))
+            else:
+                state = JobState.DEAD if request.pane is Pane.DEAD else request.state
+                by_state = snapshot.counts.by_state
+                total = sum(by_state.values()) if state is None else by_state.get(state, 0)
+                first = (page - 1) * self.page_size + 1 if shown else 0
+                last = first + shown - 1 if shown else 0
+                if page == 1:
+                    status.append(f" · {first:,}-{last:,} of {total:,}", style="dim")
+                else:
+                    status.append(f" · {shown:,} rows", style="dim")
+            status.append(" · newest first · ↓ past the end: older · [ ] g pages", style="dim")
+        self.query_one(f"#{request.pane.value}-status", Static).update(status)
+
+    # -- permissions ----------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        known = {spec.name for spec in actions.ACTIONS}
+        if action not in known:
+            return True
+        if self.readonly and action in actions.MUTATING:
+            return False
+        if isinstance(self.screen, ModalScreen):
+            return False
+        if isinstance(self.screen, JobDetailScreen):
+            return action in DETAIL_ACTIONS
+        if self.pane is Pane.WORKERS and action in TABLE_ACTIONS | {"retry_all"}:
+            return False
+        if action == "clear_filter":
+            return bool(self.search) or self.query_one("#filter-bar").display
+        return True
+
+    def refuse_readonly(self) -> bool:
+        if self.readonly:
+            self.notify("This console is read-only.", severity="warning")
+        return self.readonly
+
+    # -- navigation -----------------------------------------------------------------------------
+    def action_show_pane(self, name: str) -> None:
+        self.query_one("#panes", TabbedContent).active = name
+
+    @on(TabbedContent.TabActivated, "#panes")
+    def pane_activated(self, event: TabbedContent.TabActivated) -> None:
+        pane = Pane(event.pane.id or "jobs")
+        if pane is self.pane:
+            return
+        self.pane = pane
+        self.table_for(pane).focus()
+        self.refresh_bindings()
+        self.poll(force=True)
+
+    def action_set_state(self, name: str) -> None:
+        self.query_one("#states", Tabs).active = f"state-{name}"
+        self.action_show_pane("jobs")
+
+    @on(Tabs.TabActivated, "#states")
+    def state_activated(self, event: Tabs.TabActivated) -> None:
+        name = (event.tab.id or "state-all").removeprefix("state-")
+        state = None if name == "all" else JobState(name)
+        if state is self.state:
+            return
+        self.state = state
+        self.anchors[Pane.JOBS] = [None]
+        self.table_for(Pane.JOBS).focus()
+        self.poll(force=True)
+
+    def action_next_page(self) -> None:
+        table = self.table_for(self.pane)
+        if self.pane is Pane.WORKERS or len(table.items) < self.page_size:
+            self.notify("This is the last page.", timeout=2)
+            return
+        self.anchors[self.pane].append(table.items[-1].seq)
+        self._placement[self.pane] = "first"
+        self.poll(force=True)
+
+    def action_prev_page(self, placement: str = "first") -> None:
+        stack = self.anchors.get(self.pane)
+        if not stack or len(stack) == 1:
+            return
+        stack.pop()
+        self._placement[self.pane] = placement
+        self.poll(force=True)
+
+    def action_first_page(self) -> None:
+        if self.pane is not Pane.WORKERS:
+            self.anchors[self.pane] = [None]
+            self.poll(force=True)
+
+    @on(KeyedTable.PageEdge)
+    def page_edge(self, event: KeyedTable.PageEdge) -> None:
+        if event.direction > 0:
+            self.action_next_page()
+        else:
+            self.action_prev_page(placement="last")
+
+    def action_toggle_pause(self) -> None:
+        self.paused = not self.paused
+        self.summary.show(self.summary.data, self.clock(), self.paused)
+        if not self.paused:
+            self.poll(force=True)
+
+    def action_refresh_now(self) -> None:
+        self.poll(force=True)
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(self.help_sections(), self.readonly))
+
+    def help_sections(self) -> list[Section]:
+        sections: dict[str, list[tuple[str, str]]] = {}
+        for spec in actions.ACTIONS:
+            if self.readonly and spec.mutating:
+                continue
+            sections.setdefault(spec.section, []).append((spec.shown_key, spec.help))
+        sections[actions.GLOBAL].append(("ctrl+p", "Command palette: every action by name"))
+        sections[actions.TABLES] += [
+            ("↑ ↓ PgUp PgDn", "Move; past the last row loads the next page"),
+            ("Tab", "Move between the state tabs, the table and the filter"),
+        ]
+        detail = [("Esc", "Back to the list"), ("o / a", "Focus the output / the attempts")]
+        if not self.readonly:
+            detail.append(("r", "Retry this job (when dead)"))
+        forms = [("Tab", "Next field"), ("Enter, ctrl+s", "Submit"), ("Esc", "Cancel")]
+        confirm = [("Enter", "The focused button (Cancel first)"), ("y / n", "Yes / no")]
+        return [
+            *sections.items(),
+            ("Job detail", detail),
+            ("Forms", forms),
+            ("Confirmations", confirm),
+        ]
+
+    # -- filter ---------------------------------------------------------------------------------
+    def action_filter(self) -> None:
+        bar = self.query_one("#filter-bar")
+        bar.display = True
+        self.query_one("#filter", Input).focus()
+        self.refresh_bindings()
+
+    @on(Input.Changed, "#filter")
+    def filter_changed(self, event: Input.Changed) -> None:
+        if self._filter_timer is not None:
+            self._filter_timer.stop()
+        self._filter_timer = self.set_timer(FILTER_DELAY, self.apply_filter)
+
+    @on(Input.Submitted, "#filter")
+    def filter_submitted(self, event: Input.Submitted) -> None:
+        self.apply_filter()
+        self.table_for(self.pane).focus()
+
+    def apply_filter(self) -> None:
+        search = self.query_one("#filter", Input).value.strip()
+        if search == self.search:
+            return
+        self.search = search
+        self.anchors = {Pane.JOBS: [None], Pane.DEAD: [None]}
+        self.poll(force=True)
+
+    def action_clear_filter(self) -> None:
+        filter_input = self.query_one("#filter", Input)
+        filter_input.value = ""
+        self.query_one("#filter-bar").display = False
+        self.apply_filter()
+        self.table_for(self.pane).focus()
+        self.refresh_bindings()
+
+    # -- jobs -----------------------------------------------------------------------------------
+    def selected_job(self) -> Job | None:
+        if self.pane is Pane.WORKERS:
+            return None
+        item = self.table_for(self.pane).selected_item()
+        return item if isinstance(item, Job) else None
+
+    def action_open_job(self) -> None:
+        job = self.selected_job()
+        if job is not None:
+            self.open_job(job.id)
+
+    @on(KeyedTable.RowSelected)
+    def row_selected(self, event: KeyedTable.RowSelected) -> None:
+        if event.data_table.id in ("jobs-table", "dead-table"):
+            event.stop()
+            self.action_open_job()
+
+    def open_job(self, job_id: str) -> None:
+        retry = None if self.readonly else self.retry_one
+        self.push_screen(
+            JobDetailScreen(self.reader, job_id, self.clock, self.refresh_seconds, retry)
+        )
+
+    def action_new_job(self) -> None:
+        if self.refuse_readonly():
+            return
+
+        def done(job: Job | None) -> None:
+            if job is not None:
+                self.notify(f"Enqueued job {printable(job.id, True)}", markup=False)
+                self.poll(force=True)
+
+        self.push_screen(EnqueueScreen(self.enqueue_spec, self.clock, self.cursor_blink), done)
+
+    def enqueue_spec(self, spec: JobSpec) -> Job:
+        """Called from the form's thread worker."""
+        return service.enqueue(self.writer, self.settings, spec).job
+
+    def action_retry_selected(self) -> None:
+        if self.refuse_readonly():
+            return
+        job = self.selected_job()
+        if job is None:
+            self.notify("Select a dead job first.", severity="warning")
+        elif job.state is not JobState.DEAD:
+            self.notify(
+                f"Job {printable(job.id, True)} is {job.state.value}; only dead jobs are retried.",
+                severity="warning",
+                markup=False,
+            )
+        else:
+            self.retry_one(job.id)
+
+    def retry_one(self, job_id: str) -> None:
+        self.retry_jobs([job_id])
+
+    @work(thread=True, group="write")
+    def retry_jobs(self, job_ids: list[str] | None) -> None:
+        try:
+            outcome = service.retry_dead(self.writer, job_ids)
+        except StoreError as error:
+            self.call_from_thread(self.notify, str(error), severity="error", markup=False)
+            return
+        retried = outcome.retried
+        if len(retried) == 1:
+            message = f"Job {printable(retried[0], True)} is pending again."
+        else:
+            message = f"{len(retried):,} dead jobs are pending again."
+        skipped = len(outcome.not_dead) + len(outcome.unknown)
+        if skipped:
+            message += f" {skipped:,} were no longer dead."
+        self.call_from_thread(self.notify, message, markup=False)
+        self.call_from_thread(self.poll, True)
+
+    def action_retry_all(self) -> None:
+        if self.refuse_readonly():
+            return
+        if self.search:
+            self.collect_dead_matches(self.search)
+            return
+        dead = self.snapshot.counts.by_state.get(JobState.DEAD, 0) if self.snapshot else 0
+        self.confirm_retry_all(dead, None)
+
+    @work(thread=True, group="read-once")
+    def collect_dead_matches(self, search: str) -> None:
+        ids: list[str] = []
+        after: int | None = None
+        try:
+            while True:
+                page = self.reader.list_jobs(
+                    JobState.DEAD, limit=1000, after_seq=after, newest_first=True, search=search
+                )
+                ids.extend(job.id for job in page)
+                if len(page) < 1000:
+                    break
+                after = page[-1].seq
+        except StoreError as error:
+            self.call_from_thread(self.notify, str(error), severity="error", markup=False)
+            return
+        self.call_from_thread(self.confirm_retry_all, len(ids), ids)
+
+    def confirm_retry_all(self, count: int, ids: list[str] | None) -> None:
+        if count == 0:
+            self.notify("There are no dead jobs to retry.", severity="warning")
+            return
+        noun = "dead job" if count == 1 else "dead jobs"
+        message = Text(f"Return {count:,} {noun}")
+        if ids is not None:
+            message.append(" matching ")
+            message.append(printable(self.search, single_line=True), style="bold")
+        message.append(" to pending with a fresh retry budget?")
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.retry_jobs(ids)
+
+        self.push_screen(
+            ConfirmScreen(f"Retry {count:,} {noun}?", message, f"Retry {count:,}"), answered
+        )
+
+    # -- worker pools ---------------------------------------------------------------------------
+    def action_start_pool(self) -> None:
+        if self.refuse_readonly():
+            return
+
+        def chosen(count: int | None) -> None:
+            if count:
+                self.start_pool(count)
+
+        self.push_screen(StartPoolScreen(self.settings.default_workers, self.cursor_blink), chosen)
+
+    @work(thread=True, group="write")
+    def start_pool(self, count: int) -> None:
+        try:
+            from ..engine.pool import PoolOptions, start_detached
+
+            launched = start_detached(
+                self.settings, PoolOptions(count=count, log_format="human"), self.config_path
+            )
+        except ImportError:
+            message = "The worker engine is not installed; run `queuectl worker start` instead."
+            self.call_from_thread(self.notify, message, severity="error", markup=False)
+            return
+        except (OSError, StoreError) as error:
+            message = f"Could not start a pool: {error}"
+            self.call_from_thread(self.notify, message, severity="error", markup=False)
+            return
+        noun = "worker" if count == 1 else "workers"
+        message = f"Started a pool of {count} {noun} (pid {launched.pid}). Log: {launched.log_path}"
+        self.call_from_thread(self.notify, message, markup=False, timeout=8)
+        self.call_from_thread(self.poll, True)
+
+    def action_stop_pools(self) -> None:
+        if self.refuse_readonly():
+            return
+        active = self.snapshot.counts.active_workers if self.snapshot else 0
+        message = Text(
+            f"Every running pool ({active} active worker{'s' if active != 1 else ''}) stops "
+            "claiming jobs, lets the jobs in flight finish, and exits."
+        )
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.stop_pools()
+
+        self.push_screen(ConfirmScreen("Stop all worker pools?", message, "Stop pools"), answered)
+
+    @work(thread=True, group="write")
+    def stop_pools(self) -> None:
+        try:
+            service.request_stop(self.writer)
+        except StoreError as error:
+            self.call_from_thread(self.notify, str(error), severity="error", markup=False)
+            return
+        self.call_from_thread(self.notify, "Stop requested: pools finish their jobs and exit.")
+        self.call_from_thread(self.poll, True)
+
+
+def run_dashboard(
+    settings: Settings,
+    refresh: float = 1.0,
+    readonly: bool = False,
+    config_path: str | None = None,
+) -> None:
+    """Open the console on the configured database until the operator quits."""
+    QueueConsole(settings, refresh=refresh, readonly=readonly, config_path=config_path).run()

@@ -1,0 +1,80 @@
+"""What one refresh reads: a small, bounded set of queries whatever the size of the queue.
+
+`read_snapshot` runs in a thread worker on the console's own reader connection; the UI thread
+only renders what it returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from ..models import Job, JobState, QueueCounts, Worker, WorkerStatus
+from ..store import Store
+
+MAX_WORKER_ROWS = 200
+THROUGHPUT_MINUTES = 15
+
+
+class Pane(str, Enum):
+    JOBS = "jobs"
+    WORKERS = "workers"
+    DEAD = "dead"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
+class ViewRequest:
+    """What the console shows: the pane, the state and text filter, and the page."""
+
+    pane: Pane = Pane.JOBS
+    state: JobState | None = None  # the jobs pane's state tab; None = all
+    search: str = ""
+    anchor: int | None = None  # seq just above the page (newest first); None = first page
+    page_size: int = 100
+
+
+@dataclass(slots=True)
+class Snapshot:
+    request: ViewRequest
+    token: int
+    counts: QueueCounts
+    completed_per_minute: list[int]
+    failed_per_minute: list[int]
+    jobs: list[Job] = field(default_factory=list)  # the page of the jobs or dead pane
+    workers: list[Worker] = field(default_factory=list)
+
+
+def read_snapshot(store: Store, request: ViewRequest, now: int, token: int) -> Snapshot:
+    """Counts, throughput, and the one page the visible pane needs (`token` is the store's
+    change token read just before)."""
+    counts = store.queue_counts()
+    completed, failed = store.throughput(now, THROUGHPUT_MINUTES)
+    snapshot = Snapshot(request, token, counts, completed, failed)
+    if request.pane is Pane.WORKERS:
+        snapshot.workers = ordered_workers(store.list_workers())
+    else:
+        state = JobState.DEAD if request.pane is Pane.DEAD else request.state
+        snapshot.jobs = store.list_jobs(
+            state,
+            limit=request.page_size,
+            after_seq=request.anchor,
+            newest_first=True,
+            search=request.search or None,
+        )
+    return snapshot
+
+
+_ACTIVE = (WorkerStatus.BUSY, WorkerStatus.IDLE, WorkerStatus.STOPPING)
+
+
+def ordered_workers(workers: list[Worker]) -> list[Worker]:
+    """Running workers first (newest pool first), then the most recently ended ones."""
+    active = [w for w in workers if w.status in _ACTIVE]
+    ended = sorted(
+        (w for w in workers if w.status not in _ACTIVE),
+        key=lambda w: w.stopped_at or w.last_heartbeat,
+        reverse=True,
+    )
+    return (active + ended)[:MAX_WORKER_ROWS]

@@ -1,0 +1,111 @@
+"""Turning queue data into cells: every untrusted string becomes plain `Text` after
+`printable()`, never markup, so a job cannot restyle or scramble the console."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.text import Text
+
+from ..display import last_line, printable
+from ..models import Job, JobState, Worker, WorkerStatus
+from ..timeutil import human_seconds, to_iso
+
+STATE_STYLES: dict[JobState, str] = {
+    JobState.PENDING: "cyan",
+    JobState.PROCESSING: "yellow",
+    JobState.COMPLETED: "green",
+    JobState.FAILED: "magenta",
+    JobState.DEAD: "bold red",
+}
+
+WORKER_STYLES: dict[WorkerStatus, str] = {
+    WorkerStatus.IDLE: "cyan",
+    WorkerStatus.BUSY: "yellow",
+    WorkerStatus.STOPPING: "magenta",
+    WorkerStatus.STOPPED: "dim",
+    WorkerStatus.LOST: "red",
+}
+
+SPARK_BLOCKS = "▁▂▃▄▅▆▇█"
+
+
+def plain(value: object, width: int | None = None, style: str = "") -> Text:
+    """Untrusted text on one line, escapes made visible, cut to `width` with an ellipsis."""
+    text = Text(printable(str(value), single_line=True) if value is not None else "", style=style)
+    text.no_wrap = True
+    if width is not None and text.cell_len > width:
+        text.truncate(width, overflow="ellipsis")
+    return text
+
+
+def state_text(state: JobState) -> Text:
+    return Text(state.value, style=STATE_STYLES.get(state, ""))
+
+
+def number(value: int | None, style: str = "") -> Text:
+    return Text("" if value is None else f"{value:,}", style=style, justify="right")
+
+
+def age(ms: int | None, now: int) -> str:
+    """How long ago, e.g. '4s' or '3m05s'; empty for None."""
+    if ms is None:
+        return ""
+    return human_seconds(max(0, now - ms) / 1000)
+
+
+def timestamp(ms: int | None) -> str:
+    """ISO 8601 UTC to the second, for fields in the job detail."""
+    return "" if ms is None else (to_iso(ms) or "")[:19].replace("T", " ") + " UTC"
+
+
+def next_run(job: Job, now: int) -> Text:
+    """When a waiting job may run: a countdown for retries and scheduled jobs."""
+    if job.state not in (JobState.PENDING, JobState.FAILED):
+        return Text("")
+    if job.run_at <= now:
+        return Text("due", style="dim" if job.state is JobState.PENDING else "magenta")
+    seconds = (job.run_at - now + 999) // 1000
+    return Text(
+        "in " + human_seconds(seconds), style="magenta" if job.state is JobState.FAILED else ""
+    )
+
+
+def elapsed(job: Job, now: int) -> str:
+    """How long a processing job has been running."""
+    if job.state is not JobState.PROCESSING or job.claimed_at is None:
+        return ""
+    return human_seconds(max(0, now - job.claimed_at) / 1000)
+
+
+def attempts_text(job: Job) -> Text:
+    style = "red" if job.attempts > job.max_retries else ""
+    return Text(f"{job.attempts}/{job.max_retries + 1}", style=style, justify="right")
+
+
+def exit_text(code: int | None) -> Text:
+    if code is None:
+        return Text("")
+    return Text(str(code), style="green" if code == 0 else "red", justify="right")
+
+
+def error_line(job: Job, width: int | None = None) -> Text:
+    return plain(last_line(job.last_error), width)
+
+
+def is_stale(worker: Worker, now: int, stale_after_s: float) -> bool:
+    active = worker.status in (WorkerStatus.IDLE, WorkerStatus.BUSY, WorkerStatus.STOPPING)
+    return active and (now - worker.last_heartbeat) / 1000 > stale_after_s
+
+
+def sparkline(values: Sequence[int], style: str) -> Text:
+    """A one-line bar chart of per-minute counts, scaled to the largest value."""
+    peak = max(values, default=0)
+    if peak <= 0:
+        return Text(SPARK_BLOCKS[0] * len(values), style="dim")
+    top = len(SPARK_BLOCKS) - 1
+    bars = "".join(
+        SPARK_BLOCKS[0] if value <= 0 else SPARK_BLOCKS[max(1, round(value / peak * top))]
+        for value in values
+    )
+    return Text(bars, style=style)

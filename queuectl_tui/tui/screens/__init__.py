@@ -1,0 +1,1 @@
+"""The console's screens: job detail, forms, confirmation and help."""

@@ -1,0 +1,53 @@
+"""A yes/no question for destructive and bulk actions; the safe answer has the focus."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Static
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """Dismisses with True only when the operator chooses the action explicitly."""
+
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel"),
+        Binding("n", "cancel", "No", show=False),
+        Binding("y", "confirm", "Yes", show=False),
+        Binding("left,right", "switch", "Switch", show=False),
+    ]
+
+    def __init__(self, title: str, message: Text | str, confirm_label: str) -> None:
+        super().__init__()
+        self.title_text = title
+        self.message = message if isinstance(message, Text) else Text(message)
+        self.confirm_label = confirm_label
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog", classes="confirm"):
+            yield Static(Text(self.title_text, style="bold"), id="dialog-title")
+            yield Static(self.message, id="dialog-message")
+            with Horizontal(id="dialog-buttons"):
+                yield Button("Cancel", id="cancel", variant="primary")
+                yield Button(self.confirm_label, id="confirm", variant="error")
+            yield Static(Text("Enter chooses the focused button · y yes · n/Esc no", style="dim"))
+
+    def on_mount(self) -> None:
+        self.query_one("#cancel", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss(event.button.id == "confirm")
+
+    def action_cancel(self) -> None:
+        self.dismiss(False)
+
+    def action_confirm(self) -> None:
+        self.dismiss(True)
+
+    def action_switch(self) -> None:
+        target = "#confirm" if self.focused and self.focused.id == "cancel" else "#cancel"
+        self.query_one(target, Button).focus()

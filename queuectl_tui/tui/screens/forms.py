@@ -1,0 +1,70 @@
+"""Pieces the forms share: a labelled input with its error beside it, and text-to-JSON
+conversion that leaves wrong input for the one validator to name."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.widgets import Input, Label, Static
+
+
+class Field(Horizontal):
+    """Label, input, and the error for this input, on one row."""
+
+    def __init__(
+        self,
+        name: str,
+        label: str,
+        placeholder: str = "",
+        value: str = "",
+        blink: bool = True,
+    ) -> None:
+        super().__init__(classes="field", id=f"field-{name}")
+        self.field_name = name
+        self.label = label
+        self.placeholder = placeholder
+        self.initial = value
+        self.blink = blink
+
+    def compose(self) -> ComposeResult:
+        yield Label(self.label, classes="field-label")
+        yield Input(
+            value=self.initial,
+            placeholder=self.placeholder,
+            id=f"input-{self.field_name}",
+            compact=True,
+            select_on_focus=False,
+        )
+        yield Static("", classes="field-error", id=f"error-{self.field_name}")
+
+    def on_mount(self) -> None:
+        self.input.cursor_blink = self.blink
+
+    @property
+    def input(self) -> Input:
+        return self.query_one(Input)
+
+    @property
+    def value(self) -> str:
+        return self.input.value.strip()
+
+    def set_error(self, message: str | None) -> None:
+        error = self.query_one(".field-error", Static)
+        error.update(Text(message or "", style="bold red"))
+        self.set_class(bool(message), "-invalid")
+
+
+def number_or_text(text: str, kind: type) -> object:
+    """`text` as an int (or float), or the text itself when it is not one, so that the shared
+    validator rejects it with its own message naming the field."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    if kind is float:
+        try:
+            return float(text)
+        except ValueError:
+            pass
+    return text

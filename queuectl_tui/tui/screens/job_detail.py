@@ -1,0 +1,214 @@
+"""One job: every field, the attempt history, and the captured output of the highlighted
+attempt in a scrollable view. Follows the job live; a running job shows its elapsed time."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from ...display import last_line, printable
+from ...models import Attempt, Job, JobState
+from ...store import Store, StoreError
+from ...timeutil import human_seconds
+from .. import format as fmt
+
+
+def _duration(attempt: Attempt) -> str:
+    ms = max(0, attempt.finished_at - attempt.started_at)
+    return f"{ms} ms" if ms < 10_000 else human_seconds(ms / 1000)
+
+
+def _outcome_style(attempt: Attempt) -> str:
+    return "green" if attempt.outcome.value == "completed" else "red"
+
+
+def fields_table(job: Job, now: int) -> Group:
+    """The job's fields: two pairs per row, long texts on rows of their own."""
+    grid = Table.grid(padding=(0, 1), expand=True)
+    grid.add_column(style="bold", no_wrap=True, min_width=11)
+    grid.add_column(ratio=1)
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column(ratio=1)
+    state = fmt.state_text(job.state)
+    running = fmt.elapsed(job, now)
+    if running:
+        state.append(f"  running for {running}", style="bold yellow")
+    grid.add_row("id", fmt.plain(job.id), "state", state)
+    wait = fmt.next_run(job, now)
+    run_at = Text(fmt.timestamp(job.run_at))
+    if wait.plain:
+        run_at.append("  ")
+        run_at.append_text(wait)
+    grid.add_row("priority", str(job.priority), "run at", run_at)
+    tries = f"{job.attempts} of {job.max_retries + 1} ({job.runs} runs in all)"
+    grid.add_row("attempts", tries, "created", fmt.timestamp(job.created_at))
+    timeout = "config job-timeout" if job.timeout is None else f"{job.timeout:g} s"
+    grid.add_row("timeout", timeout, "updated", fmt.timestamp(job.updated_at))
+    worker = fmt.plain(job.worker_id or "")
+    if job.worker_pid:
+        worker.append(f" (pid {job.worker_pid})")
+    grid.add_row("worker", worker, "claimed", fmt.timestamp(job.claimed_at))
+    exit_code = Text("" if job.exit_code is None else str(job.exit_code))
+    grid.add_row("exit code", exit_code, "finished", fmt.timestamp(job.finished_at))
+    wide = Table.grid(padding=(0, 1), expand=True)
+    wide.add_column(style="bold", no_wrap=True, min_width=11)
+    wide.add_column(ratio=1)
+    wide.add_row("command", Text(printable(job.command, single_line=True)))
+    if job.idempotency_key:
+        wide.add_row("idempotency", fmt.plain(job.idempotency_key))
+    if job.last_error:
+        wide.add_row("last error", Text(last_line(job.last_error), style="red"))
+    return Group(grid, wide)
+
+
+class JobDetailScreen(Screen[None]):
+    BINDINGS = [
+        Binding("escape", "back", "Back"),
+        Binding("r", "retry", "Retry job"),
+        Binding("o", "focus_output", "Output"),
+        Binding("a", "focus_attempts", "Attempts", show=False),
+    ]
+
+    def __init__(
+        self,
+        store: Store,
+        job_id: str,
+        clock: Callable[[], int],
+        refresh_seconds: float,
+        retry: Callable[[str], None] | None,
+    ) -> None:
+        super().__init__()
+        self.store = store
+        self.job_id = job_id
+        self.clock = clock
+        self.refresh_seconds = refresh_seconds
+        self.retry = retry
+        self.job: Job | None = None
+        self.attempts: list[Attempt] = []
+        self._token: int | None = None
+        self._shown_attempt: int | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(f"Job {printable(self.job_id, single_line=True)}"), id="detail-title")
+        yield Static(Text("Loading…", style="dim"), id="detail-fields")
+        yield Static(Text("Attempts", style="bold"), classes="section")
+        yield DataTable(id="attempts", cursor_type="row", zebra_stripes=True)
+        yield Static(Text("Output", style="bold"), id="output-title", classes="section")
+        with VerticalScroll(id="output-scroll"):
+            yield Static(Text(""), id="output")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#attempts", DataTable)
+        for label, width in (
+            ("#", 4),
+            ("WORKER", 14),
+            ("STARTED", 20),
+            ("TOOK", 9),
+            ("EXIT", 5),
+            ("OUTCOME", 10),
+            ("ERROR", 30),
+        ):
+            table.add_column(label, width=width, key=label.lower())
+        self.load(force=True)
+        self.set_interval(self.refresh_seconds, self.load)
+        self.set_interval(1.0, self.tick)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "retry":
+            return self.retry is not None and (
+                self.job is not None and self.job.state is JobState.DEAD
+            )
+        return True
+
+    @work(thread=True, exclusive=True, group="detail")
+    def load(self, force: bool = False) -> None:
+        try:
+            token = self.store.change_token()
+            if token == self._token and not force:
+                return
+            job = self.store.get(self.job_id)
+            attempts = self.store.attempts(self.job_id)
+        except StoreError as error:
+            self.app.call_from_thread(self.notify, str(error), severity="error", markup=False)
+            return
+        self.app.call_from_thread(self.show, token, job, attempts)
+
+    def show(self, token: int, job: Job | None, attempts: list[Attempt]) -> None:
+        self._token = token
+        if job is None:
+            self.query_one("#detail-fields", Static).update(
+                Text("This job no longer exists.", style="red")
+            )
+            return
+        self.job = job
+        self.attempts = attempts
+        self.tick()
+        table = self.query_one("#attempts", DataTable)
+        shown = {str(key.value) for key in table.rows}
+        for attempt in attempts:
+            key = str(attempt.number)
+            cells = (
+                Text(str(attempt.number)),
+                fmt.plain(attempt.worker_id or ""),
+                Text(fmt.timestamp(attempt.started_at)),
+                Text(_duration(attempt)),
+                fmt.exit_text(attempt.exit_code),
+                Text(
+                    attempt.outcome.value,
+                    style="green" if attempt.outcome.value == "completed" else "red",
+                ),
+                Text(last_line(attempt.error)),
+            )
+            if key not in shown:
+                table.add_row(*cells, key=key)
+        if attempts and self._shown_attempt is None:
+            table.move_cursor(row=len(attempts) - 1, animate=False)
+            self.show_output(attempts[-1])
+        elif not attempts:
+            self.query_one("#output", Static).update(Text("No attempts yet.", style="dim"))
+        self.refresh_bindings()
+
+    def tick(self) -> None:
+        if self.job is not None:
+            self.query_one("#detail-fields", Static).update(fields_table(self.job, self.clock()))
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        number = int(str(event.row_key.value))
+        for attempt in self.attempts:
+            if attempt.number == number:
+                self.show_output(attempt)
+
+    def show_output(self, attempt: Attempt) -> None:
+        self._shown_attempt = attempt.number
+        self.query_one("#output-title", Static).update(
+            Text.assemble(
+                ("Output of attempt ", "bold"),
+                (str(attempt.number), "bold"),
+                ("  (o to focus, ↑↓ PgUp PgDn to scroll)", "dim"),
+            )
+        )
+        text = printable(attempt.output) or "(no output)"
+        self.query_one("#output", Static).update(Text(text))
+
+    def action_back(self) -> None:
+        self.dismiss(None)
+
+    def action_retry(self) -> None:
+        if self.retry is not None and self.job is not None and self.job.state is JobState.DEAD:
+            self.retry(self.job.id)
+
+    def action_focus_output(self) -> None:
+        self.query_one("#output-scroll").focus()
+
+    def action_focus_attempts(self) -> None:
+        self.query_one("#attempts").focus()

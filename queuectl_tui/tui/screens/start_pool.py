@@ -1,0 +1,80 @@
+"""The start-pool form: how many workers; the pool runs as its own background process."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Static
+
+from .forms import Field
+
+MAX_WORKERS = 256
+
+
+def parse_count(text: str) -> int:
+    """A worker count from the form; ValueError says what is wrong."""
+    try:
+        count = int(text)
+    except ValueError:
+        raise ValueError("must be a whole number") from None
+    if not 1 <= count <= MAX_WORKERS:
+        raise ValueError(f"must be between 1 and {MAX_WORKERS}")
+    return count
+
+
+class StartPoolScreen(ModalScreen[int | None]):
+    """Dismisses with the worker count, or None when cancelled."""
+
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel"),
+        Binding("ctrl+s", "submit", "Start"),
+    ]
+
+    def __init__(self, default_count: int, blink: bool = True) -> None:
+        super().__init__()
+        self.default_count = default_count
+        self.blink = blink
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog", classes="form"):
+            yield Static(Text("Start a worker pool", style="bold"), id="dialog-title")
+            yield Static(
+                Text(
+                    "Runs `queuectl worker start` as a background process; it keeps running "
+                    "after the console closes. Stop it with x (stop all pools).",
+                    style="dim",
+                )
+            )
+            yield Field("count", "Workers", "1-256", str(self.default_count), blink=self.blink)
+            with Horizontal(id="dialog-buttons"):
+                yield Button("Start", id="submit", variant="primary")
+                yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#input-count", Input).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_submit()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "submit":
+            self.action_submit()
+        else:
+            self.dismiss(None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    def action_submit(self) -> None:
+        field = self.query_one(Field)
+        try:
+            count = parse_count(field.value)
+        except ValueError as error:
+            field.set_error(f"workers {error}")
+            return
+        self.dismiss(count)

@@ -1,0 +1,32 @@
+"""The dead letter pane's table: jobs that exhausted their retries, newest first."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.text import Text
+
+from ...models import Job
+from .. import format as fmt
+from .columns import ColumnSpec, ColumnTable
+
+
+class DeadTable(ColumnTable[Job]):
+    COLUMNS = (
+        ColumnSpec("id", "ID", 14),
+        ColumnSpec("runs", "RUNS", 6, right=True),
+        ColumnSpec("exit", "EXIT", 6, right=True),
+        ColumnSpec("died", "DIED", 8),
+        ColumnSpec("error", "LAST ERROR", 0),
+        ColumnSpec("command", "COMMAND", 22),
+    )
+
+    def build(self, job: Job, now: int) -> tuple[str, Sequence[Text]]:
+        return job.id, (
+            fmt.plain(job.id),
+            fmt.number(job.runs),
+            fmt.exit_text(job.exit_code),
+            Text(fmt.age(job.updated_at, now), style="dim"),
+            fmt.error_line(job),
+            fmt.plain(job.command),
+        )

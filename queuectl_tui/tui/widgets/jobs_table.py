@@ -1,0 +1,38 @@
+"""The jobs pane's table: one keyset page of jobs, newest first."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.text import Text
+
+from ...models import Job
+from .. import format as fmt
+from .columns import ColumnSpec, ColumnTable
+
+
+class JobsTable(ColumnTable[Job]):
+    COLUMNS = (
+        ColumnSpec("id", "ID", 13),
+        ColumnSpec("state", "STATE", 11),
+        ColumnSpec("priority", "PRI", 4, right=True),
+        ColumnSpec("attempts", "TRY", 5, right=True),
+        ColumnSpec("next_run", "NEXT RUN", 9),
+        ColumnSpec("updated", "UPDATED", 8),
+        ColumnSpec("worker", "WORKER", 10),
+        ColumnSpec("exit", "EXIT", 5, right=True),
+        ColumnSpec("command", "COMMAND", 0),
+    )
+
+    def build(self, job: Job, now: int) -> tuple[str, Sequence[Text]]:
+        return job.id, (
+            fmt.plain(job.id),
+            fmt.state_text(job.state),
+            fmt.number(job.priority),
+            fmt.attempts_text(job),
+            fmt.next_run(job, now),
+            Text(fmt.age(job.updated_at, now), style="dim"),
+            fmt.plain(job.worker_id or ""),
+            fmt.exit_text(job.exit_code),
+            fmt.plain(job.command),
+        )

@@ -1,0 +1,83 @@
+"""The summary bar, always on top: database, counts per state, workers, throughput, and
+whether live updates are paused."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.widgets import Static
+
+from ...models import STATES, JobState
+from .. import format as fmt
+
+
+@dataclass(slots=True)
+class SummaryData:
+    database: str
+    by_state: dict[JobState, int] = field(default_factory=dict)
+    active_workers: int = 0
+    completed_per_minute: list[int] = field(default_factory=list)
+    failed_per_minute: list[int] = field(default_factory=list)
+    loaded: bool = False
+
+
+class SummaryBar(Static):
+    """Three lines: where, how many, how fast."""
+
+    def __init__(self, database: str, readonly: bool, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.data = SummaryData(database)
+        self.readonly = readonly
+        self.paused = False
+        self.now = 0
+
+    def show(self, data: SummaryData, now: int, paused: bool) -> None:
+        self.data = data
+        self.now = now
+        self.paused = paused
+        self.update(self._render_summary())
+
+    def _render_summary(self) -> Group:
+        data = self.data
+        top = Table.grid(expand=True)
+        top.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
+        top.add_column(justify="right", no_wrap=True)
+        where = Text.assemble(("queuectl ", "bold"), ("db ", "dim"), fmt.plain(data.database))
+        mode = Text()
+        if self.readonly:
+            mode.append(" READ-ONLY ", style="bold black on yellow")
+            mode.append(" ")
+        if self.paused:
+            mode.append(" PAUSED ", style="bold white on dark_red")
+        else:
+            mode.append("● live", style="bold green")
+        mode.append("  " + fmt.timestamp(self.now).replace(" UTC", "Z"), style="dim")
+        top.add_row(where, mode)
+
+        counts = Text(no_wrap=True, overflow="ellipsis")
+        for state in STATES:
+            n = data.by_state.get(state, 0)
+            counts.append(state.value + " ", style="dim")
+            counts.append(f"{n:,}", style=fmt.STATE_STYLES[state] if n else "dim")
+            counts.append("  ")
+        total = sum(data.by_state.values())
+        counts.append("total ", style="dim")
+        counts.append(f"{total:,}", style="bold")
+
+        rates = Text(no_wrap=True, overflow="ellipsis")
+        workers = data.active_workers
+        rates.append("workers ", style="dim")
+        rates.append(f"{workers}", style="bold cyan" if workers else "dim")
+        rates.append(" active", style="dim")
+        completed = data.completed_per_minute
+        failed = data.failed_per_minute
+        rates.append("   done/min ", style="dim")
+        rates.append(f"{completed[-1] if completed else 0:,} ", style="bold green")
+        rates.append_text(fmt.sparkline(completed, "green"))
+        rates.append("   failed/min ", style="dim")
+        rates.append(f"{failed[-1] if failed else 0:,} ", style="bold red" if any(failed) else "")
+        rates.append_text(fmt.sparkline(failed, "red"))
+        return Group(top, counts, rates)

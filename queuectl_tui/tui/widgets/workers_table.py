@@ -1,0 +1,49 @@
+"""The workers pane's table: heartbeat ages tick every second; stale workers stand out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.text import Text
+
+from ...models import Worker
+from .. import format as fmt
+from .columns import ColumnSpec, ColumnTable
+
+
+class WorkersTable(ColumnTable[Worker]):
+    COLUMNS = (
+        ColumnSpec("id", "WORKER", 0),
+        ColumnSpec("pid", "PID", 8, right=True),
+        ColumnSpec("host", "HOST", 12),
+        ColumnSpec("status", "STATUS", 15),
+        ColumnSpec("heartbeat", "HEARTBEAT", 13),
+        ColumnSpec("job", "JOB", 14),
+        ColumnSpec("done", "DONE", 7, right=True),
+        ColumnSpec("failed", "FAILED", 7, right=True),
+    )
+
+    def __init__(self, *, id: str | None = None, stale_after_s: float = 15.0) -> None:
+        super().__init__(id=id)
+        self.stale_after_s = stale_after_s
+
+    def build(self, worker: Worker, now: int) -> tuple[str, Sequence[Text]]:
+        stale = fmt.is_stale(worker, now, self.stale_after_s)
+        status = Text(worker.status.value, style=fmt.WORKER_STYLES.get(worker.status, ""))
+        if stale:
+            status = Text(f"{worker.status.value} STALE", style="bold white on red")
+        beat = Text(fmt.age(worker.last_heartbeat, now) + " ago")
+        if stale:
+            beat.stylize("bold red")
+        elif worker.status.value in ("stopped", "lost"):
+            beat.stylize("dim")
+        return worker.id, (
+            fmt.plain(worker.id),
+            Text(str(worker.pid)),
+            fmt.plain(worker.host),
+            status,
+            beat,
+            fmt.plain(worker.current_job or ""),
+            fmt.number(worker.jobs_done),
+            fmt.number(worker.jobs_failed, style="red" if worker.jobs_failed else ""),
+        )
