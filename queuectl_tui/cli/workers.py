@@ -7,6 +7,7 @@ import time
 import typer
 
 from .. import service
+from ..timeutil import now_ms
 from . import render
 from .context import EXIT_USAGE, fail, guarded, open_store, print_json, state
 
@@ -102,7 +103,14 @@ def workers(
     with open_store(ctx) as store:
         rows = store.list_workers(active_only=active)
     if as_json:
-        print_json([worker.to_dict() for worker in rows])
+        now = now_ms()
+        print_json(
+            [
+                worker.to_dict()
+                | {"heartbeat_age_s": round((now - worker.last_heartbeat) / 1000, 1)}
+                for worker in rows
+            ]
+        )
         return
     out = render.console()
     if not rows:

@@ -152,6 +152,8 @@ class Execution:
             proc.stdout.close()
         code = proc.returncode
         output = self._tail.text()
+        if reason is None and self._cancelled.is_set() and code != 0:
+            reason = "cancel"  # cancel() signalled the group before the loop noticed the flag
         if reason == "timeout":
             return RunResult(
                 Outcome.TIMEOUT,

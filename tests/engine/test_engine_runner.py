@@ -1,0 +1,124 @@
+"""The runner: exit codes, interleaved output, the output cap, timeouts and process groups."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from queuectl_tui.engine.runner import Execution, TailBuffer, describe_exit, job_environment
+from queuectl_tui.models import Outcome
+
+from conftest import process_alive, wait_until
+
+
+def run(command: str, timeout: float = 10, limit: int = 65536, grace: float = 0.5, **kw):
+    return Execution(command, timeout=timeout, output_limit=limit, kill_grace=grace, **kw).run()
+
+
+def test_exit_zero_completes_and_output_is_interleaved_in_order() -> None:
+    result = run("echo one; echo two >&2; echo three")
+    assert result.outcome is Outcome.COMPLETED
+    assert result.exit_code == 0
+    assert result.output == "one\ntwo\nthree\n"
+    assert result.error is None
+
+
+def test_nonzero_exit_and_missing_command_fail() -> None:
+    failed = run("exit 3")
+    assert (failed.outcome, failed.exit_code, failed.error) == (
+        Outcome.FAILED,
+        3,
+        "exit code 3",
+    )
+    missing = run("definitely-not-a-command-xyz")
+    assert missing.outcome is Outcome.FAILED
+    assert missing.exit_code == 127
+    assert "not found" in missing.output
+    assert "command not found" in (missing.error or "")
+
+
+def test_job_sees_its_id_and_attempt() -> None:
+    result = run('echo "$QUEUECTL_JOB_ID/$QUEUECTL_ATTEMPT"', env=job_environment("j-7", 3))
+    assert result.output == "j-7/3\n"
+
+
+def test_timeout_kills_the_whole_group_including_grandchildren(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    started = time.monotonic()
+    result = run(f"sleep 30 & echo $! > {pidfile}; wait", timeout=0.5)
+    assert time.monotonic() - started < 5
+    assert result.outcome is Outcome.TIMEOUT
+    assert result.error == "timed out after 0.5 s"
+    assert not process_alive(int(pidfile.read_text()))
+
+
+def test_term_is_followed_by_kill_after_the_grace_period(tmp_path: Path) -> None:
+    result = run("trap '' TERM; sleep 30", timeout=0.3, grace=0.3)
+    assert result.outcome is Outcome.TIMEOUT
+    assert result.exit_code == -9
+    assert describe_exit(-9) == "killed by SIGKILL"
+
+
+def test_background_process_left_behind_by_a_finished_job_is_stopped(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    result = run(f"sleep 30 >/dev/null 2>&1 & echo $! > {pidfile}; echo done")
+    assert result.outcome is Outcome.COMPLETED
+    assert result.output == "done\n"
+    assert not process_alive(int(pidfile.read_text()))
+
+
+def test_output_keeps_the_tail_and_counts_what_was_dropped() -> None:
+    total = 30 * 1024 * 1024
+    result = run(f"head -c {total} /dev/zero | tr '\\0' x; printf END", limit=65536)
+    assert result.outcome is Outcome.COMPLETED
+    assert result.dropped_bytes == total + 3 - 65536
+    assert result.output.endswith("xxxEND")
+    first_line, rest = result.output.split("\n", 1)
+    assert f"{result.dropped_bytes} earlier bytes of output dropped" in first_line
+    assert len(rest.encode()) == 65536
+
+
+def test_zero_output_limit_keeps_nothing() -> None:
+    result = run("echo hello", limit=0)
+    assert result.dropped_bytes == 6
+    assert "6 earlier bytes" in result.output
+
+
+def test_binary_output_is_replaced_not_fatal() -> None:
+    result = run("printf 'ok\\377\\376\\000end'")
+    assert result.outcome is Outcome.COMPLETED
+    assert result.output == "ok\ufffd\ufffd\ufffdend"
+    result.output.encode("utf-8")  # storable as text
+
+
+def test_tail_buffer_cut_inside_a_character_is_replaced() -> None:
+    buffer = TailBuffer(3)
+    buffer.feed("aé€".encode())  # 1 + 2 + 3 bytes
+    assert buffer.text().endswith("€")
+    buffer = TailBuffer(4)
+    buffer.feed("aé€".encode())
+    assert buffer.text().endswith("\ufffd€")
+
+
+def test_cancel_from_another_thread_stops_the_group(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    execution = Execution(
+        f"sleep 30 & echo $! > {pidfile}; wait", timeout=60, output_limit=1000, kill_grace=0.5
+    )
+    results = []
+    thread = threading.Thread(target=lambda: results.append(execution.run()))
+    thread.start()
+    wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), what="the job to start")
+    execution.cancel()
+    thread.join(timeout=10)
+    assert results[0].outcome is Outcome.CANCELLED
+    assert not process_alive(int(pidfile.read_text()))
+
+
+def test_cancel_before_start_runs_nothing(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    execution = Execution(f"touch {marker}", timeout=5, output_limit=100, kill_grace=0.2)
+    execution.cancel()
+    result = execution.run()
+    assert result.outcome is Outcome.CANCELLED
