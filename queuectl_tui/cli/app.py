@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from .. import __version__
-from . import config_cmd, dashboard, dlq, jobs, workers
+from . import bench, config_cmd, dashboard, dlq, jobs, workers
 from .context import CliState
 
 app = typer.Typer(
@@ -55,6 +55,7 @@ workers.register(app)
 app.add_typer(dlq.app, name="dlq")
 app.add_typer(config_cmd.app, name="config")
 dashboard.register(app)
+bench.register(app)
 
 
 def main() -> None:

@@ -1,0 +1,218 @@
+"""The benchmark scenarios. Each runs on its own database in a temporary folder and returns
+plain numbers; the CLI renders them."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..models import JobSpec, JobState
+from ..store import Store, open_store
+from ..timeutil import now_ms
+from .pool_process import PoolProcess, cpu_seconds
+
+
+@dataclass
+class Measure:
+    """One line of the report: a figure, optionally next to a baseline from the same run."""
+
+    name: str
+    value: float
+    unit: str
+    baseline: float | None = None
+    target: str = ""
+    details: dict[str, float | int | str] = field(default_factory=dict)
+
+    @property
+    def ratio(self) -> float | None:
+        if self.baseline is None or self.baseline == 0:
+            return None
+        return self.value / self.baseline
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "value": self.value,
+            "unit": self.unit,
+            "baseline": self.baseline,
+            "ratio": self.ratio,
+            "target": self.target,
+            "details": self.details,
+        }
+
+
+def _queuectl(database: Path, *args: str, stdin: str | None = None) -> float:
+    """Run the real CLI in a fresh process; returns its wall time in seconds."""
+    command = [sys.executable, "-m", "queuectl_tui", "--db", str(database), *args]
+    started = time.perf_counter()
+    subprocess.run(command, input=stdin, text=True, check=True, capture_output=True)
+    return time.perf_counter() - started
+
+
+def _median_ms(call: Callable[[], object], repeat: int) -> float:
+    samples = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        call()
+        samples.append((time.perf_counter() - started) * 1000)
+    return statistics.median(samples)
+
+
+def bulk_enqueue(folder: Path, jobs: int) -> Measure:
+    """`queuectl enqueue --file` of `jobs` JSON lines, process start included."""
+    source = folder / "bulk.jsonl"
+    with open(source, "w", encoding="utf-8") as out:
+        for number in range(jobs):
+            out.write(json.dumps({"id": f"bulk-{number}", "command": f"echo {number}"}) + "\n")
+    seconds = _queuectl(folder / "bulk.db", "enqueue", "--file", str(source))
+    return Measure(
+        "bulk enqueue",
+        jobs / seconds,
+        "jobs/s",
+        target=">= 100,000 jobs/s (100k in <= 1 s)",
+        details={"jobs": jobs, "seconds": round(seconds, 3)},
+    )
+
+
+def _run_bare_pool(command: str, jobs: int, workers: int) -> float:
+    """The machine's own limit: `workers` threads spawning `/bin/sh -c command`, no queue."""
+
+    def spawn(_: int) -> int:
+        return subprocess.run(
+            command, shell=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        ).returncode
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(spawn, range(jobs)))
+    return time.perf_counter() - started
+
+
+def _wait_for_completion(store: Store, jobs: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while store.counts()[JobState.COMPLETED] < jobs:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{jobs} jobs did not complete within {timeout:.0f} s")
+        time.sleep(0.01)
+
+
+def throughput(folder: Path, name: str, command: str, jobs: int, workers: int) -> Measure:
+    """Jobs/s through an idle pool that receives `jobs` at once, against a bare thread pool
+    spawning the same command, run just before and just after (their mean is the baseline).
+    Queue time runs from the enqueue commit to the last job's finish."""
+    bare_before = _run_bare_pool(command, jobs, workers)
+    database = folder / f"{name}.db"
+    open_store(database).close()
+    with PoolProcess(database, workers, folder / f"{name}.log"), open_store(database) as store:
+        time.sleep(0.5)  # let the pool settle into idle
+        enqueued_at = now_ms()
+        store.enqueue_many(
+            [JobSpec(f"{name}-{n}", command, 0, None, 0) for n in range(jobs)], 0, enqueued_at
+        )
+        _wait_for_completion(store, jobs, timeout=max(60.0, bare_before * 20))
+        done = store.list_jobs(JobState.COMPLETED, limit=jobs)
+        queue_seconds = (max(job.finished_at or 0 for job in done) - enqueued_at) / 1000
+    bare_after = _run_bare_pool(command, jobs, workers)
+    bare_seconds = (bare_before + bare_after) / 2
+    return Measure(
+        f"throughput, {command!r} x {jobs}, {workers} workers",
+        jobs / queue_seconds,
+        "jobs/s",
+        baseline=jobs / bare_seconds,
+        details={
+            "queue_seconds": round(queue_seconds, 3),
+            "bare_seconds_before": round(bare_before, 3),
+            "bare_seconds_after": round(bare_after, 3),
+        },
+    )
+
+
+def pickup(
+    folder: Path, jobs: int, rate: float, workers: int, idle_seconds: float
+) -> list[Measure]:
+    """Enqueue-to-claim latency for jobs arriving one by one from another process into an idle
+    pool, and the CPU the idle pool uses."""
+    database = folder / "pickup.db"
+    open_store(database).close()
+    pool = PoolProcess(database, workers, folder / "pickup.log")
+    with pool, open_store(database) as store:
+        time.sleep(0.5)
+        cpu_before, wall_before = cpu_seconds(pool.pid), time.monotonic()
+        time.sleep(idle_seconds)
+        idle_cpu = (cpu_seconds(pool.pid) - cpu_before) / (time.monotonic() - wall_before) * 100
+        returned: dict[str, float] = {}
+        interval = 1.0 / rate
+        for number in range(jobs):
+            job_id = f"pickup-{number}"
+            store.enqueue(JobSpec(job_id, "true"), 0, now_ms())
+            returned[job_id] = time.time()
+            time.sleep(interval)
+        _wait_for_completion(store, jobs, timeout=60)
+    claimed = pool.claim_times()
+    latencies = sorted(
+        max(0.0, (claimed[j] - t) * 1000) for j, t in returned.items() if j in claimed
+    )
+    if not latencies:
+        raise RuntimeError("the pool logged no claims")
+    p95 = latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))]
+    return [
+        Measure(
+            "pickup latency p50",
+            statistics.median(latencies),
+            "ms",
+            target="<= 2 ms",
+            details={"jobs": len(latencies), "rate_per_s": rate},
+        ),
+        Measure("pickup latency p95", p95, "ms", target="<= 5 ms"),
+        Measure("pickup latency max", latencies[-1], "ms"),
+        Measure(
+            "idle pool CPU",
+            idle_cpu,
+            "% of one core",
+            target="<= 3%",
+            details={"seconds": idle_seconds, "workers": workers},
+        ),
+    ]
+
+
+def at_scale(folder: Path, jobs: int) -> list[Measure]:
+    """Constant-time counts and one keyset page on a database of `jobs` jobs."""
+    database = folder / "scale.db"
+    with open_store(database) as store:
+        batch = 100_000
+        for start in range(0, jobs, batch):
+            specs = [
+                JobSpec(f"scale-{n}", f"echo {n}", n % 5, None, 0)
+                for n in range(start, min(jobs, start + batch))
+            ]
+            store.enqueue_many(specs, 0, now_ms())
+        status_ms = _median_ms(store.queue_counts, 50)
+        middle = jobs // 2
+        page_ms = _median_ms(
+            lambda: store.list_jobs(JobState.PENDING, limit=50, after_seq=middle), 50
+        )
+    return [
+        Measure(f"status counts, {jobs:,} jobs", status_ms, "ms", target="<= 5 ms"),
+        Measure(f"one page of 50 jobs, {jobs:,} jobs", page_ms, "ms"),
+    ]
+
+
+def cli_start(folder: Path, repeat: int = 7) -> Measure:
+    """Wall time of `queuectl status` in a fresh process (median)."""
+    database = folder / "cli.db"
+    open_store(database).close()
+    samples = [_queuectl(database, "status") * 1000 for _ in range(repeat)]
+    return Measure(
+        "queuectl status, cold process",
+        statistics.median(samples),
+        "ms",
+        target="<= 250 ms",
+        details={"runs": repeat},
+    )

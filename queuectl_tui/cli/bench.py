@@ -1,0 +1,121 @@
+"""`queuectl bench`: throughput, pickup latency, scale and start-up, measured on this machine."""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import tempfile
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from . import render
+from .context import guarded, print_json
+
+
+@guarded
+def bench(
+    quick: bool = typer.Option(False, "--quick", help="Small sizes; runs in seconds."),
+    workers: int = typer.Option(10, "--workers", min=1, max=256, help="Pool size."),
+    bulk: int | None = typer.Option(None, "--bulk", min=1, help="Jobs for bulk enqueue."),
+    slow_jobs: int | None = typer.Option(None, "--slow-jobs", min=1, help="'sleep 0.05' jobs."),
+    trivial_jobs: int | None = typer.Option(None, "--trivial-jobs", min=1, help="'true' jobs."),
+    pickup_jobs: int | None = typer.Option(None, "--pickup-jobs", min=1, help="Pickup samples."),
+    scale: int | None = typer.Option(None, "--scale", min=1, help="Jobs in the scale database."),
+    only: list[str] | None = typer.Option(
+        None, "--only", help="Run only these: bulk, slow, trivial, pickup, scale, cli."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Measure bulk enqueue, throughput against a bare process pool, pickup latency, idle
+    CPU, queries on a large database, and CLI start-up. Runs on temporary databases.
+
+    Example: queuectl bench --quick
+    """
+    from ..bench import scenarios
+
+    sizes = {
+        "bulk": bulk or (2_000 if quick else 100_000),
+        "slow": slow_jobs or (100 if quick else 1_000),
+        "trivial": trivial_jobs or (200 if quick else 2_000),
+        "pickup": pickup_jobs or (20 if quick else 200),
+        "scale": scale or (20_000 if quick else 1_000_000),
+    }
+    chosen = set(only or ("bulk", "slow", "trivial", "pickup", "scale", "cli"))
+    unknown = chosen - {"bulk", "slow", "trivial", "pickup", "scale", "cli"}
+    if unknown:
+        raise typer.BadParameter(
+            f"unknown scenario: {', '.join(sorted(unknown))}", param_hint="--only"
+        )
+    folder = Path(tempfile.mkdtemp(prefix="queuectl-bench-"))
+    results: list[scenarios.Measure] = []
+    say = (
+        (lambda _text: None)
+        if as_json
+        else (lambda text: render.console().print(text, style="dim"))
+    )
+    try:
+        if "bulk" in chosen:
+            say(f"bulk enqueue of {sizes['bulk']:,} jobs ...")
+            results.append(scenarios.bulk_enqueue(folder, sizes["bulk"]))
+        if "slow" in chosen:
+            say(f"{sizes['slow']:,} x 'sleep 0.05' on {workers} workers, and the bare pool ...")
+            results.append(
+                scenarios.throughput(folder, "slow", "sleep 0.05", sizes["slow"], workers)
+            )
+            results[-1].target = ">= 0.97x the bare pool"
+        if "trivial" in chosen:
+            say(f"{sizes['trivial']:,} x 'true' on {workers} workers, and the bare pool ...")
+            results.append(
+                scenarios.throughput(folder, "trivial", "true", sizes["trivial"], workers)
+            )
+            results[-1].target = ">= 0.85x the bare pool"
+        if "pickup" in chosen:
+            say(f"pickup latency of {sizes['pickup']} jobs at 20/s into an idle pool ...")
+            idle = 2.0 if quick else 10.0
+            results += scenarios.pickup(folder, sizes["pickup"], 20.0, workers, idle)
+        if "scale" in chosen:
+            say(f"a database of {sizes['scale']:,} jobs ...")
+            results += scenarios.at_scale(folder, sizes["scale"])
+        if "cli" in chosen:
+            results.append(scenarios.cli_start(folder))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    if as_json:
+        print_json({"machine": machine, "results": [m.to_dict() for m in results]})
+        return
+    render.console().print(_table(results, machine))
+
+
+def _figure(value: float | None) -> str:
+    if value is None:
+        return ""
+    if value >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.2f}"
+
+
+def _table(results: list, machine: str) -> Table:
+    table = Table(title="queuectl bench", caption=machine, header_style="bold")
+    for column in ("MEASURE", "QUEUECTL", "UNIT", "BARE POOL", "RATIO", "TARGET"):
+        table.add_column(
+            column, justify="left" if column in ("MEASURE", "UNIT", "TARGET") else "right"
+        )
+    for measure in results:
+        ratio = measure.ratio
+        table.add_row(
+            measure.name,
+            _figure(measure.value),
+            measure.unit,
+            _figure(measure.baseline),
+            "" if ratio is None else f"{ratio:.3f}x",
+            measure.target,
+        )
+    return table
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(bench)

@@ -1,0 +1,40 @@
+"""`queuectl bench --quick` runs end to end and prints well-formed results (never judged on
+its numbers: performance is reported, not asserted)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import RunCli
+
+
+@pytest.mark.slow
+def test_quick_bench_prints_every_measure_as_json(run_cli: RunCli) -> None:
+    result = run_cli("bench", "--quick", "--json", "--workers", "4", db=False)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert "cores" in report["machine"]
+    names = [measure["name"] for measure in report["results"]]
+    for expected in (
+        "bulk enqueue",
+        "throughput, 'sleep 0.05'",
+        "throughput, 'true'",
+        "pickup latency p50",
+        "pickup latency p95",
+        "idle pool CPU",
+        "status counts",
+        "one page of 50 jobs",
+        "queuectl status, cold process",
+    ):
+        assert any(name.startswith(expected) for name in names), expected
+    for measure in report["results"]:
+        assert measure["value"] >= 0 and measure["unit"]
+        if measure["baseline"] is not None:
+            assert measure["ratio"] == pytest.approx(measure["value"] / measure["baseline"])
+
+
+def test_bench_refuses_unknown_scenarios(run_cli: RunCli) -> None:
+    result = run_cli("bench", "--only", "warp", db=False)
+    assert result.returncode == 2 and "warp" in result.stderr
