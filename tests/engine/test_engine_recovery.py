@@ -1,0 +1,134 @@
+"""Crash recovery: the jobs of a SIGKILLed pool are recovered at once by the next pool on this
+host, by a surviving pool within the stale window, and a silent remote worker after
+stale_worker_timeout."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import pytest
+
+from queuectl_tui.models import JobState, Outcome, Worker, WorkerStatus
+from queuectl_tui.timeutil import now_ms
+
+from conftest import Queue, wait_until
+
+pytestmark = pytest.mark.slow
+
+
+def long_then_quick(queue: Queue) -> str:
+    """Slow on the first attempt only, and leaves one line per run in runs/<job id>."""
+    runs = queue.root / "runs"
+    runs.mkdir(exist_ok=True)
+    return (
+        f'echo "$QUEUECTL_ATTEMPT" >> {runs}/$QUEUECTL_JOB_ID; '
+        f'if [ "$QUEUECTL_ATTEMPT" = 1 ]; then sleep 1; fi'
+    )
+
+
+def test_sigkilled_pool_jobs_are_recovered_at_once_by_the_next_pool(queue: Queue) -> None:
+    queue.configure(backoff_base=1)
+    doomed = queue.start_pool(count=2)
+    command = long_then_quick(queue)
+    long_ids = [queue.enqueue(command, f"long{n}") for n in range(2)]
+    for job_id in long_ids:
+        queue.wait_state(job_id, JobState.PROCESSING)
+    short_ids = [queue.enqueue("true", f"short{n}") for n in range(6)]
+    doomed.kill()
+    assert all(queue.job(j).state is JobState.PROCESSING for j in long_ids)
+
+    successor = queue.start_pool(count=2)
+    # Recovered before the new pool even reported itself started.
+    for job_id in long_ids:
+        job = queue.job(job_id)
+        assert job.state in (JobState.FAILED, JobState.PROCESSING, JobState.COMPLETED)
+        first = queue.attempts(job_id)[0]
+        assert first.outcome is Outcome.LOST
+        assert "was lost mid-job" in (first.error or "")
+    recovered = {record["job"] for record in successor.events("recovered")}
+    assert recovered == set(long_ids)
+    lost = {record["worker"] for record in successor.events("worker lost")}
+    assert lost == {f"{doomed.events('pool started')[0]['pool']}:{n}" for n in (1, 2)}
+
+    for job_id in long_ids + short_ids:
+        queue.wait_state(job_id, JobState.COMPLETED, timeout=10)
+    assert queue.counts()[JobState.PROCESSING] == 0
+    for job_id in long_ids:
+        job = queue.job(job_id)
+        assert job.attempts == 2  # the lost attempt counts
+        assert (queue.root / "runs" / job_id).read_text() == "1\n2\n"
+    statuses = {w.id: w.status for w in queue.workers()}
+    assert sorted(s.value for s in statuses.values()).count("lost") == 2
+
+
+def test_a_surviving_pool_recovers_a_killed_pools_job(queue: Queue) -> None:
+    queue.configure(backoff_base=1, stale_worker_timeout=3, heartbeat_interval=0.5)
+    doomed = queue.start_pool(count=1)
+    job_id = queue.enqueue(long_then_quick(queue), "victim")
+    queue.wait_state(job_id, JobState.PROCESSING)
+    survivor = queue.start_pool(count=1)
+    killed_at = now_ms()
+    doomed.kill()
+    record = survivor.wait_event("recovered", timeout=5, job=job_id)
+    assert record["state"] == "failed"
+    assert queue.attempts(job_id)[0].finished_at - killed_at < 3000  # inside the stale window
+    job = queue.wait_state(job_id, JobState.COMPLETED, timeout=10)
+    assert job.attempts == 2
+    assert queue.attempts(job_id)[1].worker_id.startswith(
+        survivor.events("pool started")[0]["pool"]
+    )
+
+
+def test_a_silent_remote_worker_is_reaped_after_the_stale_timeout(queue: Queue) -> None:
+    queue.configure(backoff_base=1, stale_worker_timeout=2, heartbeat_interval=0.5)
+    job_id = queue.enqueue("echo rerun", "remote")
+    now = now_ms()
+    with queue.store() as store:
+        # A worker on another host that claimed a job and then fell silent.
+        store.register_workers(
+            [
+                Worker(
+                    "far:99:1",
+                    "far:99",
+                    99,
+                    "far-away",
+                    WorkerStatus.IDLE,
+                    now,
+                    now,
+                    None,
+                    None,
+                    0,
+                    0,
+                )
+            ]
+        )
+        claimed = store.claim("far:99:1", 99, now)
+    assert claimed is not None and claimed.id == job_id
+    pool = queue.start_pool(count=1)
+    time.sleep(max(0.0, (now + 1200 - now_ms()) / 1000))
+    assert queue.job(job_id).state is JobState.PROCESSING  # not before the stale timeout
+    lost = pool.wait_event("worker lost", timeout=5, worker="far:99:1")
+    assert lost["reason"].startswith("no heartbeat for")
+    reaped_at = now_ms()
+    assert reaped_at - now >= 2000
+    job = queue.wait_state(job_id, JobState.COMPLETED, timeout=10)
+    assert [a.outcome for a in queue.attempts(job_id)] == [Outcome.LOST, Outcome.COMPLETED]
+    assert job.attempts == 2
+    far = next(w for w in queue.workers() if w.id == "far:99:1")
+    assert far.status is WorkerStatus.LOST
+
+
+def test_a_job_that_kills_its_pool_every_time_ends_in_the_dlq(queue: Queue) -> None:
+    """The lost attempt counts: a poison job cannot loop forever."""
+    queue.configure(backoff_base=1)
+    job_id = queue.enqueue("kill -9 $PPID; sleep 5", "poison", max_retries=1)
+    for _ in range(2):
+        pool = queue.start_pool(count=1)
+        wait_until(lambda p=pool: p.proc.poll() is not None, timeout=10, what="the pool to die")
+        assert pool.proc.returncode == -signal.SIGKILL
+        time.sleep(1.1)  # the lost attempt's backoff
+    queue.start_pool(count=1)
+    job = queue.wait_state(job_id, JobState.DEAD, timeout=5)
+    assert job.attempts == 2
+    assert [a.outcome for a in queue.attempts(job_id)] == [Outcome.LOST, Outcome.LOST]
