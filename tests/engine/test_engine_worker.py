@@ -1,0 +1,154 @@
+"""A pool inside the test process, to inject faults: a bug while handling a job, and a
+database that stays locked beyond the store's own retries."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import threading
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from queuectl_tui.config import Settings
+from queuectl_tui.engine import events, worker
+from queuectl_tui.engine.pool import Pool, PoolOptions
+from queuectl_tui.models import JobSpec, JobState, Outcome, WorkerStatus
+from queuectl_tui.store import SQLiteStore, StoreBusyError, open_store
+from queuectl_tui.timeutil import now_ms
+
+from conftest import wait_until
+
+
+class InProcessPool:
+    def __init__(self, database: Path, count: int) -> None:
+        self.log = io.StringIO()
+        events.configure("json", stream=self.log)
+        settings = replace(Settings(), database_path=str(database), heartbeat_interval=0.5)
+        self.pool = Pool(settings, PoolOptions(count=count, log_format="json"))
+        self.exit_code: int | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        wait_until(lambda: "pool started" in self.log.getvalue(), what="the pool to start")
+
+    def _run(self) -> None:
+        self.exit_code = self.pool.run(install_signals=False)
+
+    def events(self, name: str) -> list[dict[str, Any]]:
+        records = [json.loads(line) for line in self.log.getvalue().splitlines() if line]
+        return [record for record in records if record["event"] == name]
+
+    def stop(self) -> int | None:
+        self.pool.request_stop("test")
+        self.thread.join(timeout=20)
+        return self.exit_code
+
+
+@pytest.fixture
+def database(tmp_path: Path) -> Iterator[Path]:
+    path = tmp_path / "queue.db"
+    open_store(path).close()
+    yield path
+    logging.getLogger(events.LOGGER_NAME).handlers.clear()
+
+
+def enqueue(database: Path, job_id: str, command: str, **fields: Any) -> None:
+    with open_store(database) as store:
+        store.enqueue(JobSpec(job_id, command, **fields), 0, now_ms())
+
+
+def get(database: Path, job_id: str):
+    with open_store(database) as store:
+        job = store.get(job_id)
+    assert job is not None
+    return job
+
+
+def test_a_bug_in_a_worker_fails_the_job_and_the_worker_is_replaced(
+    database: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = worker.job_environment
+
+    def faulty(job_id: str, attempt: int) -> dict[str, str]:
+        if job_id == "boom":
+            raise RuntimeError("injected fault")
+        return real(job_id, attempt)
+
+    monkeypatch.setattr(worker, "job_environment", faulty)
+    pool = InProcessPool(database, count=2)
+    enqueue(database, "boom", "true", max_retries=0)
+    wait_until(lambda: get(database, "boom").state is JobState.DEAD, what="boom to be dead")
+    job = get(database, "boom")
+    assert job.last_error == "internal error in the worker: RuntimeError('injected fault')"
+    [error] = pool.events("worker error")
+    assert "injected fault" in error["traceback"]
+    [replaced] = wait_until(lambda: pool.events("worker replaced"), what="a replacement")
+    enqueue(database, "after", "true")
+    wait_until(lambda: get(database, "after").state is JobState.COMPLETED, what="after")
+    assert pool.stop() == 0
+    with open_store(database) as store:
+        workers = {w.id: w for w in store.list_workers()}
+    assert len(workers) == 3
+    assert replaced["replacement"] in workers
+    assert workers[replaced["worker"]].jobs_failed == 1
+    assert all(w.status is WorkerStatus.STOPPED for w in workers.values())
+
+
+def test_a_database_locked_beyond_the_busy_timeout_is_retried_not_lost(
+    database: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    failures = {"claim": 2, "settle": 3}
+    real_claim, real_settle = SQLiteStore.claim, SQLiteStore.settle
+
+    def locked(name: str, real):
+        def call(self, *args, **kwargs):
+            if failures[name] > 0:
+                failures[name] -= 1
+                raise StoreBusyError("the database stayed locked for 60 s")
+            return real(self, *args, **kwargs)
+
+        return call
+
+    enqueue(database, "steady", "echo once >> " + str(database.parent / "runs"))
+    monkeypatch.setattr(SQLiteStore, "claim", locked("claim", real_claim))
+    monkeypatch.setattr(SQLiteStore, "settle", locked("settle", real_settle))
+    pool = InProcessPool(database, count=1)
+    wait_until(lambda: get(database, "steady").state is JobState.COMPLETED, what="steady")
+    assert pool.stop() == 0
+    assert (database.parent / "runs").read_text() == "once\n"
+    with open_store(database) as store:
+        assert [a.outcome for a in store.attempts("steady")] == [Outcome.COMPLETED]
+    retried = pool.events("database error, retrying")
+    assert {r["action"] for r in retried} == {"claim a job", "record a result"}
+    assert len(retried) == 5
+
+
+def test_human_log_lines_are_one_event_per_line() -> None:
+    stream = io.StringIO()
+    events.configure("human", stream=stream)
+    events.event("claimed", job="a b", worker="h:1:1", attempt=1, skipped=None)
+    events.event("failed", level=logging.WARNING, job="x", error='exit "3"\nmore')
+    logging.getLogger(events.LOGGER_NAME).handlers.clear()
+    first, second = stream.getvalue().splitlines()
+    assert first.endswith(' claimed job="a b" worker=h:1:1 attempt=1')
+    assert first[:4].isdigit() and first[10] == "T"
+    assert 'failed [WARNING] job=x error="exit \\"3\\"\\nmore"' in second
+
+
+def test_json_log_lines_parse() -> None:
+    stream = io.StringIO()
+    events.configure("json", stream=stream)
+    events.event("retry scheduled", job="j", delay_s=2.0)
+    logging.getLogger("queuectl.store").warning("database locked, retrying in %d ms", 5)
+    logging.getLogger(events.LOGGER_NAME).handlers.clear()
+    first, second = (json.loads(line) for line in stream.getvalue().splitlines())
+    assert first["event"] == "retry scheduled"
+    assert (first["job"], first["delay_s"], first["level"]) == ("j", 2.0, "info")
+    assert first["ts"].endswith("Z")
+    assert second["event"] == "log"
+    assert second["message"] == "database locked, retrying in 5 ms"
+    assert second["level"] == "warning"
