@@ -5,14 +5,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from queuectl_tui.store import SQLiteStore
 
-RunCli = Callable[..., subprocess.CompletedProcess[str]]
+from helpers import RunCli
 
 
 @pytest.fixture

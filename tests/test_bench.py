@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conftest import RunCli
+from helpers import RunCli
 
 
 @pytest.mark.slow

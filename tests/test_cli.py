@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import RunCli
+from helpers import RunCli
 
 JOB_KEYS = {
     "id",
