@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -88,6 +89,22 @@ SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), 'pending',
     ON CONFLICT (idempotency_key) DO NOTHING
 """
 
+# One lock per database file per process. The threads of one pool take turns for the write
+# lock here, where a release wakes the next waiter at once, rather than in SQLite's busy
+# handler, which sleeps 1, 2, 5, 10 ... ms between tries: under a busy pool that sleeping cost
+# a quarter of all CPU samples. Separate processes still meet at SQLite's own lock.
+_WRITE_LOCKS: dict[str, threading.Lock] = {}
+_WRITE_LOCKS_GUARD = threading.Lock()
+
+
+def _process_write_lock(location: str) -> threading.Lock:
+    if location == ":memory:":
+        return threading.Lock()  # every in-memory connection is a database of its own
+    key = os.path.realpath(os.path.expanduser(location))
+    with _WRITE_LOCKS_GUARD:
+        return _WRITE_LOCKS.setdefault(key, threading.Lock())
+
+
 # Parameters per IN (...) list; SQLite allows 32,766 but smaller chunks keep statements cheap.
 _CHUNK = 500
 
@@ -144,6 +161,7 @@ class SQLiteStore(Store):
         self.location = str(path)
         self._lock_retry_seconds = lock_retry_seconds
         self._lock = threading.RLock()
+        self._write_lock = _process_write_lock(self.location)
         if self.location != ":memory:":
             parent = Path(self.location).expanduser().parent
             if not parent.is_dir():
@@ -203,7 +221,7 @@ class SQLiteStore(Store):
         nothing is committed until COMMIT succeeds, so a retry can never duplicate work."""
         delay = 0.005
         deadline = time.monotonic() + self._lock_retry_seconds
-        with self._lock:
+        with self._lock, self._write_lock:
             conn = self._conn
             if durable:
                 conn.execute("PRAGMA synchronous = FULL")
