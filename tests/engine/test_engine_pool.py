@@ -141,6 +141,7 @@ def test_a_scheduled_retry_is_not_claimed_early_after_a_restart(queue: Queue) ->
     second = queue.start_pool(count=2)
     assert queue.job(job_id).state is JobState.FAILED
     second.wait_event("claimed", timeout=6, job=job_id)
+    queue.wait_state(job_id, JobState.DEAD)
     retry = queue.attempts(job_id)[1]
     assert retry.started_at >= failed.run_at
     assert retry.started_at - failed.run_at < 500
