@@ -116,7 +116,7 @@ class JobDetailScreen(Screen[None]):
             ("TOOK", 9),
             ("EXIT", 5),
             ("OUTCOME", 10),
-            ("ERROR", 30),
+            ("ERROR", 20),
         ):
             table.add_column(label, width=width, key=label.lower())
         self.load(force=True)

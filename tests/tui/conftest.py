@@ -1,0 +1,87 @@
+"""Fixtures for the console's tests: a seeded demo database, a console on it with a fixed
+clock and no cursor blink, and a way to wait until a background read has landed."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+
+from queuectl_tui.config import Settings
+from queuectl_tui.store import SQLiteStore
+from queuectl_tui.tui.app import QueueConsole
+from queuectl_tui.tui.demo import DEMO_NOW, seed_demo
+
+MakeConsole = Callable[..., QueueConsole]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """Run `async def` tests in a fresh event loop (Textual's Pilot is asyncio based)."""
+    if not inspect.iscoroutinefunction(pyfuncitem.obj):
+        return None
+    names = pyfuncitem._fixtureinfo.argnames
+    asyncio.run(pyfuncitem.obj(**{name: pyfuncitem.funcargs[name] for name in names}))
+    return True
+
+
+@pytest.fixture
+def demo_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    """A seeded database named by a relative path, so screenshots do not show tmp paths."""
+    monkeypatch.chdir(tmp_path)
+    store = SQLiteStore(tmp_path / "queue.db")
+    seed_demo(store)
+    store.close()
+    return Settings(database_path="queue.db")
+
+
+@pytest.fixture
+def demo_store(demo_settings: Settings, tmp_path: Path) -> Iterator[SQLiteStore]:
+    store = SQLiteStore(tmp_path / "queue.db")
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def make_console(demo_settings: Settings) -> MakeConsole:
+    def make(settings: Settings | None = None, **options: object) -> QueueConsole:
+        options.setdefault("clock", lambda: DEMO_NOW)
+        options.setdefault("cursor_blink", False)
+        return QueueConsole(settings or demo_settings, **options)  # type: ignore[arg-type]
+
+    return make
+
+
+async def _settle(pilot: Pilot, rounds: int = 3) -> None:
+    """Let pending background reads finish and their results render."""
+    app = pilot.app
+    for _ in range(rounds):
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+async def _wait_for(pilot: Pilot, condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Poll `condition` while the console runs (live refresh included), up to `timeout` s."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        if loop.time() > deadline:
+            raise AssertionError("condition not met in time")
+        await pilot.pause(0.05)
+
+
+@pytest.fixture
+def settle() -> Callable[..., object]:
+    """`await settle(pilot)`: background reads done and rendered."""
+    return _settle
+
+
+@pytest.fixture
+def wait_for() -> Callable[..., object]:
+    """`await wait_for(pilot, condition)`: the console keeps running until it holds."""
+    return _wait_for
