@@ -457,20 +457,43 @@ class SQLiteStore(Store):
 
     # -- the engine's protocol ------------------------------------------------------------------
     @staticmethod
-    def _claim(conn: sqlite3.Connection, worker_id: str, pid: int, now: int) -> Job | None:
+    def _take_next(conn: sqlite3.Connection, worker_id: str, pid: int, now: int) -> Job | None:
         row = conn.execute(_CLAIM_SQL, (worker_id, pid, now, now, now)).fetchone()
-        if row is None:
-            return None
-        job = job_from_row(row)
+        return None if row is None else job_from_row(row)
+
+    @staticmethod
+    def _set_worker_job(
+        conn: sqlite3.Connection,
+        worker_id: str,
+        job: Job | None,
+        now: int,
+        done: int = 0,
+        failed: int = 0,
+    ) -> None:
+        """The worker's current job (busy) or none (idle), and its counters; a worker that is
+        stopping keeps that status."""
         conn.execute(
-            "UPDATE workers SET status = 'busy', current_job = ?, last_heartbeat = ? "
-            "WHERE id = ? AND status IN ('idle', 'busy')",
-            (job.id, now, worker_id),
+            "UPDATE workers SET current_job = ?, last_heartbeat = ?, jobs_done = jobs_done + ?, "
+            "jobs_failed = jobs_failed + ?, "
+            "status = CASE WHEN status IN ('idle', 'busy') THEN ? ELSE status END WHERE id = ?",
+            (
+                None if job is None else job.id,
+                now,
+                done,
+                failed,
+                "idle" if job is None else "busy",
+                worker_id,
+            ),
         )
-        return job
 
     def claim(self, worker_id: str, pid: int, now: int) -> Job | None:
-        return self._write(lambda conn: self._claim(conn, worker_id, pid, now))
+        def body(conn: sqlite3.Connection) -> Job | None:
+            job = self._take_next(conn, worker_id, pid, now)
+            if job is not None:
+                self._set_worker_job(conn, worker_id, job, now)
+            return job
+
+        return self._write(body)
 
     def settle(
         self,
@@ -482,22 +505,22 @@ class SQLiteStore(Store):
         job = settlement.job
         now = settlement.finished_at
         worker_id = job.worker_id or ""
+        outcome = settlement.outcome
 
+        # The hot path of a busy pool: four statements in one transaction (settle, record the
+        # attempt, claim the next job, update the worker).
         def body(conn: sqlite3.Connection) -> SettleResult:
             result = self._settle_one(conn, settlement, backoff_base, max_backoff)
-            if result.state is not None:
-                ok = settlement.outcome is Outcome.COMPLETED
-                counted = settlement.outcome is not Outcome.CANCELLED
-                conn.execute(
-                    "UPDATE workers SET jobs_done = jobs_done + ?, jobs_failed = jobs_failed + ?, "
-                    "current_job = NULL, last_heartbeat = ?, "
-                    "status = CASE status WHEN 'busy' THEN 'idle' ELSE status END WHERE id = ?",
-                    (int(ok and counted), int(counted and not ok), now, worker_id),
+            next_job = (
+                self._take_next(conn, worker_id, job.worker_pid or 0, now) if claim_next else None
+            )
+            if result.state is not None or next_job is not None:
+                counted = result.state is not None and outcome is not Outcome.CANCELLED
+                ok = outcome is Outcome.COMPLETED
+                self._set_worker_job(
+                    conn, worker_id, next_job, now, int(counted and ok), int(counted and not ok)
                 )
-            if claim_next:
-                next_job = self._claim(conn, worker_id, job.worker_pid or 0, now)
-                return SettleResult(result.state, result.run_at, next_job)
-            return result
+            return SettleResult(result.state, result.run_at, next_job)
 
         return self._write(body)
 
@@ -507,39 +530,51 @@ class SQLiteStore(Store):
     ) -> SettleResult:
         job = settlement.job
         now = settlement.finished_at
-        # The fence: still processing, still ours, still the same run.
-        row = conn.execute(
-            "SELECT run_at, attempts, max_retries FROM jobs "
-            "WHERE seq = ? AND state = 'processing' AND worker_id = ? AND runs = ?",
-            (job.seq, job.worker_id, job.runs),
-        ).fetchone()
-        if row is None:
-            return SettleResult(None, None)
-        scheduled_at, attempts, max_retries = row
         outcome = settlement.outcome
+        # The fence, in every statement below: still processing, still ours, still this run.
+        fence = (job.seq, job.worker_id, job.runs)
         if outcome is Outcome.COMPLETED:
-            state, run_at = JobState.COMPLETED, scheduled_at
-        elif outcome is Outcome.CANCELLED:
-            state, run_at, attempts = JobState.PENDING, scheduled_at, attempts - 1
+            row = conn.execute(
+                "UPDATE jobs SET state = 'completed', worker_id = NULL, worker_pid = NULL, "
+                "finished_at = ?, exit_code = ?, last_error = ?, updated_at = ? "
+                "WHERE seq = ? AND state = 'processing' AND worker_id = ? AND runs = ? "
+                "RETURNING run_at",
+                (now, settlement.exit_code, settlement.error, now, *fence),
+            ).fetchone()
+            if row is None:
+                return SettleResult(None, None)
+            state, scheduled_at = JobState.COMPLETED, row[0]
+            run_at = scheduled_at
         else:
-            state, run_at = failure_transition(
-                attempts, max_retries, now, backoff_base, max_backoff
+            row = conn.execute(
+                "SELECT run_at, attempts, max_retries FROM jobs "
+                "WHERE seq = ? AND state = 'processing' AND worker_id = ? AND runs = ?",
+                fence,
+            ).fetchone()
+            if row is None:
+                return SettleResult(None, None)
+            scheduled_at, attempts, max_retries = row
+            if outcome is Outcome.CANCELLED:
+                state, run_at, attempts = JobState.PENDING, scheduled_at, attempts - 1
+            else:
+                state, run_at = failure_transition(
+                    attempts, max_retries, now, backoff_base, max_backoff
+                )
+            conn.execute(
+                "UPDATE jobs SET state = ?, run_at = ?, attempts = ?, worker_id = NULL, "
+                "worker_pid = NULL, finished_at = ?, exit_code = ?, last_error = ?, "
+                "updated_at = ? WHERE seq = ?",
+                (
+                    state.value,
+                    run_at,
+                    attempts,
+                    now,
+                    settlement.exit_code,
+                    settlement.error,
+                    now,
+                    job.seq,
+                ),
             )
-        conn.execute(
-            "UPDATE jobs SET state = ?, run_at = ?, attempts = ?, worker_id = NULL, "
-            "worker_pid = NULL, finished_at = ?, exit_code = ?, last_error = ?, updated_at = ? "
-            "WHERE seq = ?",
-            (
-                state.value,
-                run_at,
-                attempts,
-                now,
-                settlement.exit_code,
-                settlement.error,
-                now,
-                job.seq,
-            ),
-        )
         conn.execute(
             "INSERT INTO attempts (job_seq, number, worker_id, scheduled_at, started_at, "
             "finished_at, exit_code, outcome, output, error) VALUES (?,?,?,?,?,?,?,?,?,?)",
