@@ -102,8 +102,14 @@ class Pool:
 
     def _on_signal(self, signum: int, _frame: object) -> None:
         if self._signals >= 2:
-            # Third signal: leave now. Running jobs stay `processing` under workers whose
-            # process is gone; the next pool on this host recovers them at once.
+            # Third signal: leave now, taking the running commands down with us. Their jobs
+            # stay `processing` under workers whose process is gone; the next pool on this
+            # host recovers them at once (the interrupted attempt counts).
+            for worker in self.workers:
+                execution = worker.execution
+                if execution is not None and execution.pid is not None:
+                    with contextlib.suppress(OSError):
+                        os.killpg(execution.pid, signal.SIGKILL)
             os.write(2, b"queuectl: exiting immediately\n")
             os._exit(EXIT_FORCED)
         self.request_stop(signal.Signals(signum).name)

@@ -258,6 +258,31 @@ def test_second_signal_cancels_without_spending_an_attempt(queue: Queue) -> None
     assert [a.outcome for a in queue.attempts(job_id)] == [Outcome.CANCELLED, Outcome.COMPLETED]
 
 
+def test_third_signal_exits_at_once_and_the_next_pool_recovers(queue: Queue) -> None:
+    pidfile = queue.root / "child.pid"
+    flag = queue.root / "quick"
+    queue.configure(kill_grace=30)
+    pool = queue.start_pool(count=1)
+    # Ignores TERM, so the second signal's cancellation would wait out the grace period.
+    command = f"[ -e {flag} ] && exit 0; trap '' TERM; sleep 30 & echo $! > {pidfile}; wait"
+    job_id = queue.enqueue(command, "deaf", max_retries=1)
+    wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), what="the job's child")
+    pool.signal(signal.SIGINT)
+    pool.wait_event("pool stopping")
+    pool.signal(signal.SIGINT)
+    pool.wait_event("pool cancelling running jobs")
+    pool.signal(signal.SIGINT)
+    assert pool.wait(timeout=5) == 130
+    assert not process_alive(int(pidfile.read_text()))
+    assert queue.job(job_id).state is JobState.PROCESSING
+    flag.touch()
+    successor = queue.start_pool(count=1)
+    assert successor.events("recovered")[0]["job"] == job_id
+    job = queue.wait_state(job_id, JobState.COMPLETED, timeout=10)
+    assert [a.outcome for a in queue.attempts(job_id)] == [Outcome.LOST, Outcome.COMPLETED]
+    assert job.attempts == 2
+
+
 def test_detached_pool_runs_jobs_and_stop_wait_stops_it(queue: Queue) -> None:
     result = queue.cli("worker", "start", "--detach", "--count", "2")
     pid = int(result.stdout.split("(pid ")[1].split(")")[0])
