@@ -40,6 +40,7 @@ Clock = Callable[[], int]
 
 PAGE_SIZE = 100
 FULL_READ_EVERY_MS = 10_000  # throughput windows move with time even when nothing is written
+THROUGHPUT_EVERY_MS = 5_000  # per-minute rates: reading them at most this often is plenty
 FILTER_DELAY = 0.3
 STATE_TABS = actions.STATE_TABS
 PANE_TITLES = {Pane.JOBS: "Jobs", Pane.WORKERS: "Workers", Pane.DEAD: "Dead letters"}
@@ -87,6 +88,7 @@ class QueueConsole(App[None]):
         self._loading = False
         self._again = False
         self._last_full_read = 0
+        self._last_throughput: int | None = None
         self._placement: dict[Pane, str] = {}
         self._shown: dict[Pane, ViewRequest] = {}
         self._filter_timer: Timer | None = None
@@ -160,15 +162,17 @@ class QueueConsole(App[None]):
         unchanged = last is not None and last.request == self.view_request()
         token = last.token if (last is not None and unchanged and not force) else None
         self._loading = True
-        self.load(self.view_request(), token, now)
+        last_rates = self._last_throughput
+        rates = last_rates is None or now - last_rates >= THROUGHPUT_EVERY_MS or now < last_rates
+        self.load(self.view_request(), token, now, rates)
 
     @work(thread=True, group="load")
-    def load(self, request: ViewRequest, known_token: int | None, now: int) -> None:
+    def load(self, request: ViewRequest, known_token: int | None, now: int, rates: bool) -> None:
         snapshot: Snapshot | None = None
         try:
             token = self.reader.change_token()
             if token != known_token:
-                snapshot = read_snapshot(self.reader, request, now, token)
+                snapshot = read_snapshot(self.reader, request, now, token, rates)
         except StoreError as error:
             self.call_from_thread(self.notify, str(error), severity="error", markup=False)
         self.call_from_thread(self.loaded, snapshot, now)
@@ -179,6 +183,8 @@ class QueueConsole(App[None]):
             self.reads += 1
             if now - self._last_full_read >= FULL_READ_EVERY_MS or self._last_full_read == 0:
                 self._last_full_read = now
+            if snapshot.completed_per_minute is not None:
+                self._last_throughput = now
             self.apply(snapshot)
         if self._again:
             self._again = False
@@ -190,13 +196,14 @@ class QueueConsole(App[None]):
         now = self.clock()
         request = snapshot.request
         counts = snapshot.counts
+        previous = self.summary.data
         self.summary.show(
             SummaryData(
                 self.settings.database_path,
                 dict(counts.by_state),
                 counts.active_workers,
-                snapshot.completed_per_minute,
-                snapshot.failed_per_minute,
+                snapshot.completed_per_minute or previous.completed_per_minute,
+                snapshot.failed_per_minute or previous.failed_per_minute,
                 loaded=True,
             ),
             now,

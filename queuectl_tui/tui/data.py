@@ -40,17 +40,22 @@ class Snapshot:
     request: ViewRequest
     token: int
     counts: QueueCounts
-    completed_per_minute: list[int]
-    failed_per_minute: list[int]
+    completed_per_minute: list[int] | None  # None: not read this time (keep the last)
+    failed_per_minute: list[int] | None
     jobs: list[Job] = field(default_factory=list)  # the page of the jobs or dead pane
     workers: list[Worker] = field(default_factory=list)
 
 
-def read_snapshot(store: Store, request: ViewRequest, now: int, token: int) -> Snapshot:
-    """Counts, throughput, and the one page the visible pane needs (`token` is the store's
-    change token read just before)."""
+def read_snapshot(
+    store: Store, request: ViewRequest, now: int, token: int, throughput: bool = True
+) -> Snapshot:
+    """Counts, throughput (when asked: it is the dearest read at high job rates), and the one
+    page the visible pane needs. `token` is the store's change token read just before."""
     counts = store.queue_counts()
-    completed, failed = store.throughput(now, THROUGHPUT_MINUTES)
+    completed: list[int] | None = None
+    failed: list[int] | None = None
+    if throughput:
+        completed, failed = store.throughput(now, THROUGHPUT_MINUTES)
     snapshot = Snapshot(request, token, counts, completed, failed)
     if request.pane is Pane.WORKERS:
         snapshot.workers = ordered_workers(store.list_workers())
