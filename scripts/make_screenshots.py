@@ -1,0 +1,81 @@
+"""Write an SVG (and, where `rsvg-convert` is installed, a PNG) of every main view of the
+console into screenshots/, taken on the seeded demo queue at a fixed time.
+
+    .venv/bin/python scripts/make_screenshots.py [--out screenshots]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from queuectl_tui.config import Settings
+from queuectl_tui.store import SQLiteStore
+from queuectl_tui.tui.app import QueueConsole
+from queuectl_tui.tui.demo import DEMO_NOW, seed_demo
+
+# name, terminal size, keys pressed after the first load
+VIEWS: tuple[tuple[str, tuple[int, int], Sequence[str]], ...] = (
+    ("jobs", (100, 30), ()),
+    ("jobs-80x24", (80, 24), ()),
+    ("jobs-failed", (100, 30), ("4",)),
+    ("workers", (100, 30), ("w",)),
+    ("dead-letters", (100, 30), ("d",)),
+    ("job-detail", (100, 30), ("d", "down", "down", "enter")),
+    ("enqueue-form", (100, 30), ("n", *"echo hello", "tab", "tab", *"high", "ctrl+s")),
+    ("start-pool", (100, 30), ("s",)),
+    ("retry-all-confirm", (100, 30), ("d", "R")),
+    ("filter", (100, 30), ("slash", *"thumbs-01", "enter")),
+    ("help", (100, 30), ("question_mark",)),
+)
+
+
+async def capture(settings: Settings, size: tuple[int, int], keys: Sequence[str]) -> str:
+    app = QueueConsole(settings, clock=lambda: DEMO_NOW, cursor_blink=False)
+    async with app.run_test(size=size) as pilot:
+        for key in ("", *keys):
+            if key:
+                await pilot.press(key)
+            for _ in range(3):
+                await pilot.pause()
+                await app.workers.wait_for_complete()
+                await pilot.pause()
+        return app.export_screenshot(title="queuectl dashboard")
+
+
+def to_png(svg: Path) -> Path | None:
+    converter = shutil.which("rsvg-convert")
+    if converter is None:
+        return None
+    png = svg.with_suffix(".png")
+    subprocess.run([converter, "--zoom", "1.5", str(svg), "-o", str(png)], check=True)
+    return png
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="screenshots", help="folder for the images")
+    args = parser.parse_args()
+    out = Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as folder:
+        store = SQLiteStore(Path(folder) / "queue.db")
+        seed_demo(store)
+        store.close()
+        os.chdir(folder)  # the console shows the database path: keep it short and stable
+        settings = Settings(database_path="queue.db")
+        for name, size, keys in VIEWS:
+            svg = out / f"{name}.svg"
+            svg.write_text(asyncio.run(capture(settings, size, keys)), encoding="utf-8")
+            png = to_png(svg)
+            print(f"{svg}" + (f"  {png.name}" if png else ""))
+
+
+if __name__ == "__main__":
+    main()
