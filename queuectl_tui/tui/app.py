@@ -98,7 +98,11 @@ class QueueConsole(App[None]):
         yield SummaryBar(self.settings.database_path, self.readonly, id="summary")
         with Horizontal(id="filter-bar"):
             yield Label("Filter ", id="filter-label")
-            yield Input(placeholder="id or command text; Enter applies, Esc clears", id="filter")
+            yield Input(
+                placeholder="id or command text; Enter applies, Esc clears",
+                id="filter",
+                compact=True,
+            )
         with TabbedContent(id="panes", initial="jobs"):
             with TabPane("Jobs", id="jobs"):
                 yield Tabs(*(Tab(name, id=f"state-{name}") for name in STATE_TABS), id="states")
@@ -322,7 +326,9 @@ class QueueConsole(App[None]):
 
     @on(TabbedContent.TabActivated, "#panes")
     def pane_activated(self, event: TabbedContent.TabActivated) -> None:
-        pane = Pane(event.pane.id or "jobs")
+        # Keys can switch panes faster than these events arrive: follow the pane that is
+        # active now, not the one this event was sent for.
+        pane = Pane(self.query_one("#panes", TabbedContent).active or "jobs")
         if pane is self.pane:
             return
         self.pane = pane
