@@ -41,7 +41,7 @@ _IN_CLOEXEC = 0o2000000
 _EVENT_HEADER = struct.Struct("iIII")
 
 POLL_INTERVAL = 0.002  # seconds between data_version checks in poll mode
-WRITE_POLL = 0.001  # seconds between data_version checks just after a WAL write
+WRITE_POLL = 0.00025  # seconds between data_version checks just after a WAL write
 WRITE_WINDOW = 0.025  # how long after a WAL write to keep checking for the commit
 SAFETY_POLL = 0.5  # the slow data_version check that runs in inotify mode anyway
 NEXT_RUN_REFRESH = 0.02  # at most this often the next run_at is re-read while changes stream
@@ -157,7 +157,10 @@ class ChangeWatcher(threading.Thread):
         self._wal_path = os.path.abspath(database_path) + "-wal"
         self._board = board
         self._halt = threading.Event()
-        self._notify_r, self._notify_w = os.pipe()  # wakes select() for stop and schedule
+        self._notify_r, self._notify_w = os.pipe()  # wakes select(): stop, schedule, idle
+        os.set_blocking(self._notify_r, False)
+        os.set_blocking(self._notify_w, False)  # a full pipe already means "wake up"
+        self._dormant = False
         self._inotify: _Inotify | None = None
         self._next_due: int | None = None
         self._due_dirty = True
@@ -178,8 +181,9 @@ class ChangeWatcher(threading.Thread):
             os.write(self._notify_w, b"s")
 
     def worker_idle(self) -> None:
-        """A worker is about to wait: if the next run_at is stale, have it re-read now."""
-        if self._due_dirty:
+        """A worker is about to wait: rouse a dormant watcher, and have a stale next run_at
+        re-read now."""
+        if self._dormant or self._due_dirty:
             with contextlib.suppress(OSError):
                 os.write(self._notify_w, b"i")
 
@@ -205,16 +209,25 @@ class ChangeWatcher(threading.Thread):
 
     def _loop(self, store: Store) -> None:
         token = self._token(store)
-        watch_until = 0.0  # after a WAL write: check data_version every ms until then
+        watch_until = 0.0  # after a WAL write: re-check data_version quickly until then
         last_due_read = 0.0
-        fds = [self._notify_r]
-        if self._inotify is not None:
-            fds.append(self._inotify.fd)
         while not self._halt.is_set():
+            # Dormant while every worker is busy: busy workers find their next job in the
+            # same transaction that settles the last one, so reacting to every commit would
+            # only steal CPU from them. The flag is raised before idleness is read, and a
+            # worker counts itself idle before reading the flag, so one of the two always
+            # sees the other (a worker going idle then pokes the pipe).
+            self._dormant = True
+            if self._board.idle_workers:
+                self._dormant = False
             now = time.monotonic()
-            if self._inotify is None:
+            fds = [self._notify_r]
+            if self._dormant:
+                wait = SAFETY_POLL
+            elif self._inotify is None:
                 wait = POLL_INTERVAL
             else:
+                fds.append(self._inotify.fd)
                 wait = WRITE_POLL if now < watch_until else SAFETY_POLL
             if self._next_due is not None:
                 wait = min(wait, max(0.0, (self._next_due - now_ms()) / 1000))
@@ -223,7 +236,7 @@ class ChangeWatcher(threading.Thread):
                 with contextlib.suppress(BlockingIOError):
                     os.read(self._notify_r, 4096)
             if self._inotify is not None:
-                if self._inotify.fd in ready and self._inotify.drain():
+                if self._inotify.drain():
                     watch_until = time.monotonic() + WRITE_WINDOW
                 if not self._inotify.watching:
                     self._inotify.rewatch()

@@ -2,8 +2,9 @@
 
 Starts `queuectl worker start` as its own process, measures its CPU use while idle, then
 enqueues jobs one at a time from this process and reads from the pool's JSON log when each
-was claimed. Latency is measured from the moment `enqueue` returned (the commit is durable)
-to the pool's `claimed` event; both clocks are this host's.
+was claimed. Latency is measured to the pool's `claimed` event from the moment `enqueue`
+returned (the commit is durable), and, as a pessimistic bound, from the moment it was called
+(which adds the enqueue's own commit and fsync); both clocks are this host's.
 
     .venv/bin/python tests/engine/bench_pickup.py --wake auto --workers 4 --jobs 300
     .venv/bin/python tests/engine/bench_pickup.py --wake poll --workers 4 --jobs 300
@@ -73,9 +74,11 @@ def main() -> None:
         idle_cpu = (cpu_seconds(pool.pid) - cpu0) / (time.monotonic() - wall0) * 100
 
         store = open_store(database)
+        called: dict[str, float] = {}
         returned: dict[str, float] = {}
         for number in range(args.jobs):
             job_id = f"j{number}"
+            called[job_id] = time.time()
             store.enqueue(JobSpec(id=job_id, command="true"), 0, now_ms())
             returned[job_id] = time.time()
             # Give the pool time to go idle again, at an irregular pace.
@@ -91,24 +94,28 @@ def main() -> None:
         record = json.loads(line)
         if record.get("event") == "claimed":
             claimed.setdefault(record["job"], parse_ts(record["ts"]))
-    latencies = sorted((claimed[j] - returned[j]) * 1000 for j in returned if j in claimed)
-    missing = len(returned) - len(latencies)
 
-    def pct(q: float) -> float:
-        return latencies[min(len(latencies) - 1, int(q * len(latencies)))]
+    def summary(reference: dict[str, float]) -> str:
+        values = sorted((claimed[j] - reference[j]) * 1000 for j in reference if j in claimed)
 
+        def pct(q: float) -> float:
+            return values[min(len(values) - 1, int(q * len(values)))]
+
+        return (
+            f"p50 {statistics.median(values):.2f}  p95 {pct(0.95):.2f}  "
+            f"p99 {pct(0.99):.2f}  max {values[-1]:.2f}  min {values[0]:.2f}"
+        )
+
+    missing = len(returned) - sum(1 for j in returned if j in claimed)
     wake = next(
         json.loads(line)["wake"]
         for line in log.read_text().splitlines()
         if '"pool started"' in line
     )
-    print(f"wake mode: {wake}, workers: {args.workers}, jobs: {len(latencies)}, missing: {missing}")
+    print(f"wake mode: {wake}, workers: {args.workers}, jobs: {args.jobs}, missing: {missing}")
     print(f"idle CPU over {args.idle_seconds:g} s: {idle_cpu:.2f}% of one core")
-    print(
-        "pickup latency ms: "
-        f"p50 {statistics.median(latencies):.2f}  p95 {pct(0.95):.2f}  "
-        f"p99 {pct(0.99):.2f}  max {latencies[-1]:.2f}  min {latencies[0]:.2f}"
-    )
+    print(f"pickup ms after enqueue returned: {summary(returned)}")
+    print(f"pickup ms after enqueue called:   {summary(called)}")
 
 
 if __name__ == "__main__":

@@ -124,7 +124,7 @@ def test_a_job_that_kills_its_pool_every_time_ends_in_the_dlq(queue: Queue) -> N
     queue.configure(backoff_base=1)
     job_id = queue.enqueue("kill -9 $PPID; sleep 5", "poison", max_retries=1)
     for _ in range(2):
-        pool = queue.start_pool(count=1)
+        pool = queue.start_pool(count=1, wait=False)  # it may die before it reports in
         wait_until(lambda p=pool: p.proc.poll() is not None, timeout=10, what="the pool to die")
         assert pool.proc.returncode == -signal.SIGKILL
         time.sleep(1.1)  # the lost attempt's backoff
