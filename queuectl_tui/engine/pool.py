@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..config import Settings
@@ -37,7 +37,8 @@ from .worker import PoolContext, WorkerThread
 REAP_INTERVAL = 1.0  # seconds between checks for lost workers
 STOP_CHECK_INTERVAL = 0.5  # seconds between checks for a `worker stop` request
 PRUNE_AFTER_MS = 7 * 86_400_000  # stopped and lost workers are forgotten after a week
-WAKE_MODE_ENV = "QUEUECTL_WAKE"  # auto | inotify | poll: how idle workers learn of new work
+WAKE_MODE_ENV = "QUEUECTL_WAKE"  # how idle workers learn of new work (see wake.py)
+WAKE_MODES = ("auto", "inotify", "poll")
 
 EXIT_OK = 0
 EXIT_FORCED = 130
@@ -277,22 +278,16 @@ class Pool:
                     level=logging.WARNING,
                     worker=worker.id,
                 )
-                store.register_workers(
-                    [
-                        Worker(
-                            worker.id,
-                            worker.pool_id,
-                            worker.pid,
-                            worker.host,
-                            WorkerStatus.BUSY if status.get(worker.id) else WorkerStatus.IDLE,
-                            worker.started_at,
-                            now,
-                            None,
-                            status.get(worker.id),
-                            worker.jobs_done,
-                            worker.jobs_failed,
-                        )
-                    ]
+                job = status.get(worker.id)
+                revived = replace(
+                    worker,
+                    status=WorkerStatus.BUSY if job else WorkerStatus.IDLE,
+                    last_heartbeat=now,
+                    stopped_at=None,
+                    current_job=job,
+                )
+                self._store_call(
+                    store, "re-register a worker", lambda r=revived: store.register_workers([r])
                 )
 
     # -- recovery ----------------------------------------------------------------------------
@@ -418,6 +413,15 @@ def run_pool(settings: Settings, options: PoolOptions) -> int:
     """Run a pool in the foreground until it is stopped; 0 after a graceful stop."""
     events.configure(options.log_format)
     wake_mode = os.environ.get(WAKE_MODE_ENV, "auto")
+    if wake_mode not in WAKE_MODES:
+        events.event(
+            "unknown wake mode, using auto",
+            level=logging.WARNING,
+            variable=WAKE_MODE_ENV,
+            value=wake_mode,
+            known="/".join(WAKE_MODES),
+        )
+        wake_mode = "auto"
     return Pool(settings, options, wake_mode).run(install_signals=True)
 
 

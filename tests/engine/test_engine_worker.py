@@ -127,6 +127,23 @@ def test_a_database_locked_beyond_the_busy_timeout_is_retried_not_lost(
     assert len(retried) == 5
 
 
+def test_a_worker_declared_lost_while_alive_registers_again(database: Path) -> None:
+    pool = InProcessPool(database, count=1)
+    with open_store(database) as store:
+        [worker] = store.list_workers()
+        store.recover_orphans([worker.id], 2.0, 3600.0, now_ms())
+        assert store.list_workers()[0].status is WorkerStatus.LOST
+    wait_until(
+        lambda: pool.events("worker declared lost by another pool, re-registering"),
+        what="the pool to notice",
+    )
+    with open_store(database) as store:
+        assert store.list_workers()[0].status is WorkerStatus.IDLE
+    enqueue(database, "still-working", "true")
+    wait_until(lambda: get(database, "still-working").state is JobState.COMPLETED, what="job")
+    assert pool.stop() == 0
+
+
 def test_human_log_lines_are_one_event_per_line() -> None:
     stream = io.StringIO()
     events.configure("human", stream=stream)
