@@ -1,5 +1,6 @@
-"""Write an SVG (and, where `rsvg-convert` is installed, a PNG) of every main view of the
-console into screenshots/, taken on the seeded demo queue at a fixed time.
+"""Write an SVG of every main view of the console into screenshots/, taken on the seeded demo
+queue at a fixed time, and a PNG of each where `rsvg-convert` is installed (with the
+`fonts-firacode` package for the intended font).
 
     .venv/bin/python scripts/make_screenshots.py [--out screenshots]
 """
@@ -54,12 +55,19 @@ def to_png(svg: Path) -> Path | None:
     if converter is None:
         return None
     png = svg.with_suffix(".png")
-    subprocess.run([converter, "--zoom", "1.5", str(svg), "-o", str(png)], check=True)
+    # librsvg drops the no-break spaces that start or end a styled run; plain spaces kept by
+    # xml:space="preserve" render the same text with its spacing intact.
+    text = svg.read_text(encoding="utf-8").replace("&#160;", " ")
+    text = text.replace("<svg ", '<svg xml:space="preserve" ', 1)
+    with tempfile.NamedTemporaryFile("w", suffix=".svg", encoding="utf-8") as source:
+        source.write(text)
+        source.flush()
+        subprocess.run([converter, "--zoom", "1.5", source.name, "-o", str(png)], check=True)
     return png
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description="Screenshots of the console.")
     parser.add_argument("--out", default="screenshots", help="folder for the images")
     args = parser.parse_args()
     out = Path(args.out).resolve()

@@ -5,6 +5,8 @@ Reads happen in thread workers on the console's own reader connection and are sk
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -19,16 +21,14 @@ from textual.widgets import Footer, Input, Label, Static, Tab, TabbedContent, Ta
 from .. import service
 from ..config import Settings
 from ..display import printable
-from ..models import Job, JobSpec, JobState
+from ..models import Job, JobState
 from ..store import Store, StoreError
 from ..timeutil import now_ms
 from . import actions
 from .data import Pane, Snapshot, ViewRequest, read_snapshot
-from .screens.confirm import ConfirmScreen
-from .screens.enqueue import EnqueueScreen
+from .operations import QueueOperations
 from .screens.help import HelpScreen, Section
 from .screens.job_detail import JobDetailScreen
-from .screens.start_pool import StartPoolScreen
 from .widgets.columns import ColumnTable
 from .widgets.dead_table import DeadTable
 from .widgets.jobs_table import JobsTable
@@ -51,7 +51,7 @@ TABLE_ACTIONS = frozenset(
 )
 
 
-class QueueConsole(App[None]):
+class QueueConsole(QueueOperations, App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "queuectl"
     BINDINGS: ClassVar = actions.bindings()
@@ -92,6 +92,8 @@ class QueueConsole(App[None]):
         self._placement: dict[Pane, str] = {}
         self._shown: dict[Pane, ViewRequest] = {}
         self._filter_timer: Timer | None = None
+        self._next_read_at = 0.0
+        self.closing = False
 
     # -- layout ---------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -128,9 +130,17 @@ class QueueConsole(App[None]):
         self.poll(force=True)
 
     def on_unmount(self) -> None:
+        self.closing = True
         self.workers.cancel_all()
         self.reader.close()
         self.writer.close()
+
+    def deliver(self, callback: Callable[..., object], *args: object, **kwargs: object) -> None:
+        """Hand a thread worker's result to the UI thread, unless the console is closing."""
+        if self.closing:
+            return
+        with contextlib.suppress(RuntimeError):  # it stopped between the check and the call
+            self.call_from_thread(callback, *args, **kwargs)
 
     @property
     def summary(self) -> SummaryBar:
@@ -156,6 +166,8 @@ class QueueConsole(App[None]):
         """Start one background read unless one is running (then read again after it)."""
         if self.paused and not force:
             return
+        if not force and time.monotonic() < self._next_read_at:
+            return  # the last read was slow (a filter on a huge queue): give the database room
         if self._loading:
             self._again = self._again or force
             return
@@ -173,16 +185,27 @@ class QueueConsole(App[None]):
     @work(thread=True, group="load")
     def load(self, request: ViewRequest, known_token: int | None, now: int, rates: bool) -> None:
         snapshot: Snapshot | None = None
+        started = time.monotonic()
         try:
+            if self.closing:
+                return
             token = self.reader.change_token()
             if token != known_token:
                 snapshot = read_snapshot(self.reader, request, now, token, rates)
         except StoreError as error:
-            self.call_from_thread(self.notify, str(error), severity="error", markup=False)
-        self.call_from_thread(self.loaded, snapshot, now)
+            self.deliver(self.notify, str(error), severity="error", markup=False)
+        except Exception:
+            if not self.closing:
+                raise
+            return  # the store was closed under a read at exit
+        self.deliver(self.loaded, snapshot, now, time.monotonic() - started)
 
-    def loaded(self, snapshot: Snapshot | None, now: int) -> None:
+    def loaded(self, snapshot: Snapshot | None, now: int, took: float = 0.0) -> None:
         self._loading = False
+        if self.closing or not self.query("#summary"):
+            return  # a read that finished while the console was shutting down
+        # Automatic reads take at most a fifth of the time, however slow a read gets.
+        self._next_read_at = time.monotonic() + 4 * took
         if snapshot is not None:
             self.reads += 1
             if now - self._last_full_read >= FULL_READ_EVERY_MS or self._last_full_read == 0:
@@ -472,160 +495,6 @@ class QueueConsole(App[None]):
         self.push_screen(
             JobDetailScreen(self.reader, job_id, self.clock, self.refresh_seconds, retry)
         )
-
-    def action_new_job(self) -> None:
-        if self.refuse_readonly():
-            return
-
-        def done(job: Job | None) -> None:
-            if job is not None:
-                self.notify(f"Enqueued job {printable(job.id, True)}", markup=False)
-                self.poll(force=True)
-
-        self.push_screen(EnqueueScreen(self.enqueue_spec, self.clock, self.cursor_blink), done)
-
-    def enqueue_spec(self, spec: JobSpec) -> Job:
-        """Called from the form's thread worker."""
-        return service.enqueue(self.writer, self.settings, spec).job
-
-    def action_retry_selected(self) -> None:
-        if self.refuse_readonly():
-            return
-        job = self.selected_job()
-        if job is None:
-            self.notify("Select a dead job first.", severity="warning")
-        elif job.state is not JobState.DEAD:
-            self.notify(
-                f"Job {printable(job.id, True)} is {job.state.value}; only dead jobs are retried.",
-                severity="warning",
-                markup=False,
-            )
-        else:
-            self.retry_one(job.id)
-
-    def retry_one(self, job_id: str) -> None:
-        self.retry_jobs([job_id])
-
-    @work(thread=True, group="write")
-    def retry_jobs(self, job_ids: list[str] | None) -> None:
-        try:
-            outcome = service.retry_dead(self.writer, job_ids)
-        except StoreError as error:
-            self.call_from_thread(self.notify, str(error), severity="error", markup=False)
-            return
-        retried = outcome.retried
-        if len(retried) == 1:
-            message = f"Job {printable(retried[0], True)} is pending again."
-        else:
-            message = f"{len(retried):,} dead jobs are pending again."
-        skipped = len(outcome.not_dead) + len(outcome.unknown)
-        if skipped:
-            message += f" {skipped:,} were no longer dead."
-        self.call_from_thread(self.notify, message, markup=False)
-        self.call_from_thread(self.poll, True)
-
-    def action_retry_all(self) -> None:
-        if self.refuse_readonly():
-            return
-        if self.search:
-            self.collect_dead_matches(self.search)
-            return
-        dead = self.snapshot.counts.by_state.get(JobState.DEAD, 0) if self.snapshot else 0
-        self.confirm_retry_all(dead, None)
-
-    @work(thread=True, group="read-once")
-    def collect_dead_matches(self, search: str) -> None:
-        ids: list[str] = []
-        after: int | None = None
-        try:
-            while True:
-                page = self.reader.list_jobs(
-                    JobState.DEAD, limit=1000, after_seq=after, newest_first=True, search=search
-                )
-                ids.extend(job.id for job in page)
-                if len(page) < 1000:
-                    break
-                after = page[-1].seq
-        except StoreError as error:
-            self.call_from_thread(self.notify, str(error), severity="error", markup=False)
-            return
-        self.call_from_thread(self.confirm_retry_all, len(ids), ids)
-
-    def confirm_retry_all(self, count: int, ids: list[str] | None) -> None:
-        if count == 0:
-            self.notify("There are no dead jobs to retry.", severity="warning")
-            return
-        noun = "dead job" if count == 1 else "dead jobs"
-        message = Text(f"Return {count:,} {noun}")
-        if ids is not None:
-            message.append(" matching ")
-            message.append(printable(self.search, single_line=True), style="bold")
-        message.append(" to pending with a fresh retry budget?")
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.retry_jobs(ids)
-
-        self.push_screen(
-            ConfirmScreen(f"Retry {count:,} {noun}?", message, f"Retry {count:,}"), answered
-        )
-
-    # -- worker pools ---------------------------------------------------------------------------
-    def action_start_pool(self) -> None:
-        if self.refuse_readonly():
-            return
-
-        def chosen(count: int | None) -> None:
-            if count:
-                self.start_pool(count)
-
-        self.push_screen(StartPoolScreen(self.settings.default_workers, self.cursor_blink), chosen)
-
-    @work(thread=True, group="write")
-    def start_pool(self, count: int) -> None:
-        try:
-            from ..engine.pool import PoolOptions, start_detached
-
-            launched = start_detached(
-                self.settings, PoolOptions(count=count, log_format="human"), self.config_path
-            )
-        except ImportError:
-            message = "The worker engine is not installed; run `queuectl worker start` instead."
-            self.call_from_thread(self.notify, message, severity="error", markup=False)
-            return
-        except (OSError, StoreError) as error:
-            message = f"Could not start a pool: {error}"
-            self.call_from_thread(self.notify, message, severity="error", markup=False)
-            return
-        noun = "worker" if count == 1 else "workers"
-        message = f"Started a pool of {count} {noun} (pid {launched.pid}). Log: {launched.log_path}"
-        self.call_from_thread(self.notify, message, markup=False, timeout=8)
-        self.call_from_thread(self.poll, True)
-
-    def action_stop_pools(self) -> None:
-        if self.refuse_readonly():
-            return
-        active = self.snapshot.counts.active_workers if self.snapshot else 0
-        message = Text(
-            f"Every running pool ({active} active worker{'s' if active != 1 else ''}) stops "
-            "claiming jobs, lets the jobs in flight finish, and exits."
-        )
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.stop_pools()
-
-        self.push_screen(ConfirmScreen("Stop all worker pools?", message, "Stop pools"), answered)
-
-    @work(thread=True, group="write")
-    def stop_pools(self) -> None:
-        try:
-            service.request_stop(self.writer)
-        except StoreError as error:
-            self.call_from_thread(self.notify, str(error), severity="error", markup=False)
-            return
-        self.call_from_thread(self.notify, "Stop requested: pools finish their jobs and exit.")
-        self.call_from_thread(self.poll, True)
 
 
 def run_dashboard(

@@ -3,6 +3,7 @@ attempt in a scrollable view. Follows the job live; a running job shows its elap
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 from rich.console import Group
@@ -139,11 +140,18 @@ class JobDetailScreen(Screen[None]):
             job = self.store.get(self.job_id)
             attempts = self.store.attempts(self.job_id)
         except StoreError as error:
-            self.app.call_from_thread(self.notify, str(error), severity="error", markup=False)
+            self.deliver(self.notify, str(error), severity="error", markup=False)
             return
-        self.app.call_from_thread(self.show, token, job, attempts)
+        self.deliver(self.show, token, job, attempts)
+
+    def deliver(self, callback: Callable[..., object], *args: object, **kwargs: object) -> None:
+        """Hand a read to the UI thread, unless the console stopped meanwhile."""
+        with contextlib.suppress(RuntimeError):
+            self.app.call_from_thread(callback, *args, **kwargs)
 
     def show(self, token: int, job: Job | None, attempts: list[Attempt]) -> None:
+        if not self.is_attached:
+            return  # closed while the read was in flight
         self._token = token
         if job is None:
             self.query_one("#detail-fields", Static).update(

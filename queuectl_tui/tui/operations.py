@@ -1,0 +1,179 @@
+"""The console's actions that change the queue: enqueue, retry dead jobs, start and stop worker
+pools. Each goes through the same `service` function as its CLI twin, in a thread worker on the
+console's writer connection, and is refused in read-only mode."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual import work
+
+from .. import service
+from ..display import printable
+from ..models import Job, JobSpec, JobState
+from ..store import StoreError
+from .screens.confirm import ConfirmScreen
+from .screens.enqueue import EnqueueScreen
+from .screens.start_pool import StartPoolScreen
+
+if TYPE_CHECKING:
+    from .app import QueueConsole
+
+
+class QueueOperations:
+    """Mixed into QueueConsole, whose reader, writer, settings and helpers these use."""
+
+    def action_new_job(self: QueueConsole) -> None:
+        if self.refuse_readonly():
+            return
+
+        def done(job: Job | None) -> None:
+            if job is not None:
+                self.notify(f"Enqueued job {printable(job.id, True)}", markup=False)
+                self.poll(force=True)
+
+        self.push_screen(EnqueueScreen(self.enqueue_spec, self.clock, self.cursor_blink), done)
+
+    def enqueue_spec(self: QueueConsole, spec: JobSpec) -> Job:
+        """Called from the form's thread worker."""
+        return service.enqueue(self.writer, self.settings, spec).job
+
+    def action_retry_selected(self: QueueConsole) -> None:
+        if self.refuse_readonly():
+            return
+        job = self.selected_job()
+        if job is None:
+            self.notify("Select a dead job first.", severity="warning")
+        elif job.state is not JobState.DEAD:
+            self.notify(
+                f"Job {printable(job.id, True)} is {job.state.value}; only dead jobs are retried.",
+                severity="warning",
+                markup=False,
+            )
+        else:
+            self.retry_one(job.id)
+
+    def retry_one(self: QueueConsole, job_id: str) -> None:
+        self.retry_jobs([job_id])
+
+    @work(thread=True, group="write")
+    def retry_jobs(self: QueueConsole, job_ids: list[str] | None) -> None:
+        try:
+            outcome = service.retry_dead(self.writer, job_ids)
+        except StoreError as error:
+            self.deliver(self.notify, str(error), severity="error", markup=False)
+            return
+        retried = outcome.retried
+        if len(retried) == 1:
+            message = f"Job {printable(retried[0], True)} is pending again."
+        else:
+            message = f"{len(retried):,} dead jobs are pending again."
+        skipped = len(outcome.not_dead) + len(outcome.unknown)
+        if skipped:
+            message += f" {skipped:,} were no longer dead."
+        self.deliver(self.notify, message, markup=False)
+        self.deliver(self.poll, True)
+
+    def action_retry_all(self: QueueConsole) -> None:
+        if self.refuse_readonly():
+            return
+        if self.search:
+            self.collect_dead_matches(self.search)
+            return
+        dead = self.snapshot.counts.by_state.get(JobState.DEAD, 0) if self.snapshot else 0
+        self.confirm_retry_all(dead, None)
+
+    @work(thread=True, group="read-once")
+    def collect_dead_matches(self: QueueConsole, search: str) -> None:
+        ids: list[str] = []
+        after: int | None = None
+        try:
+            while True:
+                page = self.reader.list_jobs(
+                    JobState.DEAD, limit=1000, after_seq=after, newest_first=True, search=search
+                )
+                ids.extend(job.id for job in page)
+                if len(page) < 1000:
+                    break
+                after = page[-1].seq
+        except StoreError as error:
+            self.deliver(self.notify, str(error), severity="error", markup=False)
+            return
+        self.deliver(self.confirm_retry_all, len(ids), ids)
+
+    def confirm_retry_all(self: QueueConsole, count: int, ids: list[str] | None) -> None:
+        if count == 0:
+            self.notify("There are no dead jobs to retry.", severity="warning")
+            return
+        noun = "dead job" if count == 1 else "dead jobs"
+        message = Text(f"Return {count:,} {noun}")
+        if ids is not None:
+            message.append(" matching ")
+            message.append(printable(self.search, single_line=True), style="bold")
+        message.append(" to pending with a fresh retry budget?")
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.retry_jobs(ids)
+
+        self.push_screen(
+            ConfirmScreen(f"Retry {count:,} {noun}?", message, f"Retry {count:,}"), answered
+        )
+
+    # -- worker pools ---------------------------------------------------------------------------
+    def action_start_pool(self: QueueConsole) -> None:
+        if self.refuse_readonly():
+            return
+
+        def chosen(count: int | None) -> None:
+            if count:
+                self.start_pool(count)
+
+        self.push_screen(StartPoolScreen(self.settings.default_workers, self.cursor_blink), chosen)
+
+    @work(thread=True, group="write")
+    def start_pool(self: QueueConsole, count: int) -> None:
+        try:
+            from ..engine.pool import PoolOptions, start_detached
+
+            launched = start_detached(
+                self.settings, PoolOptions(count=count, log_format="human"), self.config_path
+            )
+        except ImportError:
+            message = "The worker engine is not installed; run `queuectl worker start` instead."
+            self.deliver(self.notify, message, severity="error", markup=False)
+            return
+        except (OSError, StoreError) as error:
+            message = f"Could not start a pool: {error}"
+            self.deliver(self.notify, message, severity="error", markup=False)
+            return
+        noun = "worker" if count == 1 else "workers"
+        message = f"Started a pool of {count} {noun} (pid {launched.pid}). Log: {launched.log_path}"
+        self.deliver(self.notify, message, markup=False, timeout=8)
+        self.deliver(self.poll, True)
+
+    def action_stop_pools(self: QueueConsole) -> None:
+        if self.refuse_readonly():
+            return
+        active = self.snapshot.counts.active_workers if self.snapshot else 0
+        message = Text(
+            f"Every running pool ({active} active worker{'s' if active != 1 else ''}) stops "
+            "claiming jobs, lets the jobs in flight finish, and exits."
+        )
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.stop_pools()
+
+        self.push_screen(ConfirmScreen("Stop all worker pools?", message, "Stop pools"), answered)
+
+    @work(thread=True, group="write")
+    def stop_pools(self: QueueConsole) -> None:
+        try:
+            service.request_stop(self.writer)
+        except StoreError as error:
+            self.deliver(self.notify, str(error), severity="error", markup=False)
+            return
+        self.deliver(self.notify, "Stop requested: pools finish their jobs and exit.")
+        self.deliver(self.poll, True)
