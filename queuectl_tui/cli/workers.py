@@ -78,6 +78,10 @@ def stop(
         active = store.list_workers(active_only=True)
         service.request_stop(store)
         pools = {worker.pool_id for worker in active}
+        if not active:
+            # The request is stored anyway: it also stops a pool that is starting right now.
+            print("No worker pool is running")
+            return
         print(f"Stop requested for {len(pools)} pool(s) with {len(active)} worker(s)")
         if not wait:
             return

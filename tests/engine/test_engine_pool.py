@@ -321,6 +321,7 @@ def test_workers_command_shows_status_and_counters(queue: Queue) -> None:
     listed = json.loads(queue.cli("workers", "--json").stdout)
     assert {w["status"] for w in listed} == {"stopped"}
     assert all(w["stopped_at"] for w in listed)
+    assert queue.cli("worker", "stop", "--wait").stdout == "No worker pool is running\n"
 
 
 def test_pool_refuses_a_database_folder_that_does_not_exist(tmp_path: Path) -> None:
