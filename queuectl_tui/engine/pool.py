@@ -182,9 +182,10 @@ class Pool:
                 if now >= next_reap:
                     next_reap = now + REAP_INTERVAL
                     self._reap(store)
-                if now >= next_stop_check and not ctx.draining.is_set():
+                if now >= next_stop_check:
                     next_stop_check = now + STOP_CHECK_INTERVAL
-                    self._check_stop_request(store)
+                    if not ctx.draining.is_set():
+                        self._check_stop_request(store)
                 wait = min(next_beat, next_reap, next_stop_check) - time.monotonic()
                 if ctx.draining.is_set():
                     wait = min(wait, 0.05)  # watch the workers finish
