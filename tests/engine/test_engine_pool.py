@@ -13,11 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
+from engine_helpers import Queue, clean_env, process_alive, wait_until
 
 from queuectl_tui.models import JobSpec, JobState, Outcome, WorkerStatus
 from queuectl_tui.timeutil import now_ms, to_iso
-
-from conftest import Queue, clean_env, process_alive, wait_until
 
 pytestmark = pytest.mark.slow
 

@@ -8,11 +8,10 @@ import signal
 import time
 
 import pytest
+from engine_helpers import Queue, wait_until
 
 from queuectl_tui.models import JobState, Outcome, Worker, WorkerStatus
 from queuectl_tui.timeutil import now_ms
-
-from conftest import Queue, wait_until
 
 pytestmark = pytest.mark.slow
 

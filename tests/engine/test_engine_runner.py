@@ -6,10 +6,10 @@ import threading
 import time
 from pathlib import Path
 
+from engine_helpers import process_alive, wait_until
+
 from queuectl_tui.engine.runner import Execution, TailBuffer, describe_exit, job_environment
 from queuectl_tui.models import Outcome
-
-from conftest import process_alive, wait_until
 
 
 def run(command: str, timeout: float = 10, limit: int = 65536, grace: float = 0.5, **kw):

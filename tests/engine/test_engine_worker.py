@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from engine_helpers import wait_until
 
 from queuectl_tui.config import Settings
 from queuectl_tui.engine import events, worker
@@ -20,8 +21,6 @@ from queuectl_tui.engine.pool import Pool, PoolOptions
 from queuectl_tui.models import JobSpec, JobState, Outcome, WorkerStatus
 from queuectl_tui.store import SQLiteStore, StoreBusyError, open_store
 from queuectl_tui.timeutil import now_ms
-
-from conftest import wait_until
 
 
 class InProcessPool:

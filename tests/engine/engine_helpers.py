@@ -1,0 +1,216 @@
+"""Helpers for engine tests: real pool processes on a temporary database.
+
+A module of its own (not conftest) so that test files import it by an unambiguous name."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from queuectl_tui.models import Attempt, Job, JobSpec, JobState, Worker
+from queuectl_tui.store import Store, open_store
+from queuectl_tui.timeutil import now_ms
+
+
+def process_alive(pid: int) -> bool:
+    """True if `pid` is a live process (zombies, which a container's init may never reap,
+    count as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] not in (b"Z", b"X")
+
+
+def wait_until(
+    predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02, what: str = ""
+) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what or predicate}")
+        time.sleep(interval)
+
+
+class PoolProcess:
+    """One `queuectl worker start` process, logging JSON to a file."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], log_path: Path) -> None:
+        self.proc = proc
+        self.log_path = log_path
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def events(self, name: str | None = None) -> list[dict[str, Any]]:
+        found = []
+        for line in self.log_text().splitlines():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if name is None or record.get("event") == name:
+                found.append(record)
+        return found
+
+    def wait_event(self, name: str, timeout: float = 10.0, **fields: Any) -> dict[str, Any]:
+        def find() -> dict[str, Any] | None:
+            for record in self.events(name):
+                if all(record.get(k) == v for k, v in fields.items()):
+                    return record
+            if self.proc.poll() is not None and not self.events(name):
+                raise AssertionError(f"pool exited ({self.proc.returncode}):\n{self.log_text()}")
+            return None
+
+        return wait_until(find, timeout, what=f"event {name} {fields}")
+
+    def signal(self, signum: int) -> None:
+        self.proc.send_signal(signum)
+
+    def wait(self, timeout: float = 20.0) -> int:
+        return self.proc.wait(timeout=timeout)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The test's environment without the developer's own queuectl settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("QUEUECTL_")}
+    env.update(NO_COLOR="1", COLUMNS="200", **extra)
+    return env
+
+
+class Queue:
+    """A temporary database with helpers to run the CLI and pools against it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.env = clean_env()
+        self.db = root / "queue.db"
+        self.config: Path | None = None
+        self.pools: list[PoolProcess] = []
+        open_store(self.db).close()
+
+    def configure(self, **settings: Any) -> Path:
+        self.config = self.root / "config.json"
+        self.config.write_text(json.dumps(settings), encoding="utf-8")
+        return self.config
+
+    def base_command(self) -> list[str]:
+        command = [sys.executable, "-m", "queuectl_tui"]
+        if self.config is not None:
+            command += ["--config", str(self.config)]
+        return [*command, "--db", str(self.db)]
+
+    def cli(
+        self, *args: str, check: bool = True, timeout: float = 30
+    ) -> subprocess.CompletedProcess:
+        result = subprocess.run(
+            [*self.base_command(), *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=self.root,
+            env=self.env,
+        )
+        if check and result.returncode != 0:
+            raise AssertionError(f"queuectl {' '.join(args)} failed: {result.stderr}")
+        return result
+
+    def start_pool(self, count: int = 2, wait: bool = True) -> PoolProcess:
+        log_path = self.root / f"pool-{len(self.pools) + 1}.log"
+        command = [*self.base_command(), "worker", "start", "--count", str(count)]
+        command += ["--log-format", "json"]
+        with open(log_path, "wb") as log:
+            # Its own session: a Ctrl+C in the terminal running pytest does not reach it.
+            proc = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                cwd=self.root,
+                env=self.env,
+            )
+        pool = PoolProcess(proc, log_path)
+        self.pools.append(pool)
+        if wait:
+            pool.wait_event("pool started")
+        return pool
+
+    @contextlib.contextmanager
+    def store(self) -> Iterator[Store]:
+        store = open_store(self.db)
+        try:
+            yield store
+        finally:
+            store.close()
+
+    def enqueue(self, command: str, job_id: str | None = None, **fields: Any) -> str:
+        job_id = job_id or f"job-{now_ms()}-{os.urandom(3).hex()}"
+        with self.store() as store:
+            store.enqueue(JobSpec(job_id, command, **fields), 3, now_ms())
+        return job_id
+
+    def enqueue_many(self, specs: list[JobSpec]) -> None:
+        with self.store() as store:
+            store.enqueue_many(specs, 0, now_ms())
+
+    def job(self, job_id: str) -> Job:
+        with self.store() as store:
+            job = store.get(job_id)
+        assert job is not None, job_id
+        return job
+
+    def attempts(self, job_id: str) -> list[Attempt]:
+        with self.store() as store:
+            return store.attempts(job_id)
+
+    def counts(self) -> dict[JobState, int]:
+        with self.store() as store:
+            return store.counts()
+
+    def workers(self) -> list[Worker]:
+        with self.store() as store:
+            return store.list_workers()
+
+    def wait_state(self, job_id: str, state: JobState, timeout: float = 10.0) -> Job:
+        return wait_until(
+            lambda: (job := self.job(job_id)).state is state and job,
+            timeout,
+            what=f"{job_id} to be {state.value}",
+        )
+
+    def wait_all_completed(self, total: int, timeout: float = 30.0) -> None:
+        wait_until(
+            lambda: self.counts()[JobState.COMPLETED] == total,
+            timeout,
+            interval=0.05,
+            what=f"{total} completed jobs (now {self.counts()})",
+        )
+
+    def close(self) -> None:
+        for pool in self.pools:
+            if pool.proc.poll() is None:
+                pool.signal(signal.SIGKILL)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    pool.proc.wait(timeout=10)
