@@ -56,6 +56,20 @@ def test_a_basic_job_completes_with_its_output(queue: Queue) -> None:
     assert names[-1] == "pool stopped"
 
 
+@pytest.mark.parametrize("mode", ["poll", "inotify"])
+def test_each_wake_mode_picks_up_new_and_scheduled_work(queue: Queue, mode: str) -> None:
+    queue.env["QUEUECTL_WAKE"] = mode
+    pool = queue.start_pool(count=2)
+    assert pool.events("pool started")[0]["wake"] == mode
+    run_at = now_ms() + 700
+    with queue.store() as store:
+        store.enqueue(JobSpec("later", "true", run_at=run_at), 0, now_ms())
+    for n in range(5):
+        queue.wait_state(queue.enqueue("true", f"now{n}"), JobState.COMPLETED, timeout=3)
+    queue.wait_state("later", JobState.COMPLETED, timeout=3)
+    assert queue.attempts("later")[0].started_at >= run_at
+
+
 @pytest.mark.parametrize("workers", [10, 20])
 def test_stress_100_jobs_each_run_exactly_once(queue: Queue, workers: int) -> None:
     markers = queue.root / "markers"
