@@ -7,6 +7,8 @@ import time
 import typer
 
 from .. import service
+from ..models import Worker
+from ..store import Store
 from ..timeutil import now_ms
 from . import render
 from .context import EXIT_USAGE, fail, guarded, open_store, print_json, state
@@ -74,8 +76,22 @@ def stop(
 
     Example: queuectl worker stop --wait
     """
+    from ..engine.pool import worker_is_running
+
+    stale_after = state(ctx).settings.stale_worker_timeout
+
+    def running(store: Store) -> list[Worker]:
+        # A pool that was killed leaves its workers marked active until another pool reaps
+        # them; only live ones are worth waiting for.
+        now = now_ms()
+        return [
+            w
+            for w in store.list_workers(active_only=True)
+            if worker_is_running(w, stale_after, now)
+        ]
+
     with open_store(ctx) as store:
-        active = store.list_workers(active_only=True)
+        active = running(store)
         service.request_stop(store)
         pools = {worker.pool_id for worker in active}
         if not active:
@@ -86,7 +102,7 @@ def stop(
         if not wait:
             return
         deadline = time.monotonic() + timeout if timeout else None
-        while store.list_workers(active_only=True):
+        while running(store):
             if deadline is not None and time.monotonic() > deadline:
                 fail(f"workers still running after {timeout:g} s")
             time.sleep(0.1)

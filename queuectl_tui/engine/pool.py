@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..config import Settings
-from ..models import JobState, Worker, WorkerStatus
+from ..models import ACTIVE_WORKER_STATUSES, JobState, Worker, WorkerStatus
 from ..store import Store, StoreError, open_store
 from ..timeutil import human_seconds, now_ms, to_iso
 from . import events
@@ -72,6 +72,16 @@ def pid_alive(pid: int) -> bool:
     except OSError:
         return True
     return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] not in (b"Z", b"X")
+
+
+def worker_is_running(worker: Worker, stale_after_s: float, now: int) -> bool:
+    """Whether an active worker row belongs to a live pool: on this host its process must
+    exist; elsewhere its heartbeat must be fresh."""
+    if worker.status not in ACTIVE_WORKER_STATUSES:
+        return False
+    if worker.host == socket.gethostname():
+        return pid_alive(worker.pid)
+    return now - worker.last_heartbeat <= stale_after_s * 1000
 
 
 class Pool:

@@ -131,3 +131,11 @@ def test_a_job_that_kills_its_pool_every_time_ends_in_the_dlq(queue: Queue) -> N
     job = queue.wait_state(job_id, JobState.DEAD, timeout=5)
     assert job.attempts == 2
     assert [a.outcome for a in queue.attempts(job_id)] == [Outcome.LOST, Outcome.LOST]
+
+
+def test_worker_stop_does_not_wait_for_a_killed_pool(queue: Queue) -> None:
+    pool = queue.start_pool(count=2)
+    pool.kill()
+    assert {w.status for w in queue.workers()} == {WorkerStatus.IDLE}  # nobody reaped them yet
+    result = queue.cli("worker", "stop", "--wait", "--timeout", "5")
+    assert result.stdout == "No worker pool is running\n"
