@@ -143,6 +143,16 @@ class QueueConsole(QueueOperations, App[None]):
             self.call_from_thread(callback, *args, **kwargs)
 
     @property
+    def live(self) -> bool:
+        """False once the console has started to shut down (its widgets may be gone)."""
+        return not self.closing and bool(self.query("#summary"))
+
+    @property
+    def reading(self) -> bool:
+        """True while a read is in flight or queued to follow the one in flight."""
+        return self._loading or self._again
+
+    @property
     def summary(self) -> SummaryBar:
         return self.query_one("#summary", SummaryBar)
 
@@ -202,7 +212,7 @@ class QueueConsole(QueueOperations, App[None]):
 
     def loaded(self, snapshot: Snapshot | None, now: int, took: float = 0.0) -> None:
         self._loading = False
-        if self.closing or not self.query("#summary"):
+        if not self.live:
             return  # a read that finished while the console was shutting down
         # Automatic reads take at most a fifth of the time, however slow a read gets.
         self._next_read_at = time.monotonic() + 4 * took
@@ -261,6 +271,8 @@ class QueueConsole(QueueOperations, App[None]):
 
     def tick(self) -> None:
         """Once a second: ages, countdowns and heartbeats move on without reading anything."""
+        if not self.live:
+            return
         now = self.clock()
         self.summary.show(self.summary.data, now, self.paused)
         table = self.table_for(self.pane)

@@ -59,10 +59,12 @@ def make_console(demo_settings: Settings) -> MakeConsole:
 async def _settle(pilot: Pilot, rounds: int = 3) -> None:
     """Let pending background reads finish and their results render."""
     app = pilot.app
-    for _ in range(rounds):
+    for index in range(200):
         await pilot.pause()
         await app.workers.wait_for_complete()
         await pilot.pause()
+        if index + 1 >= rounds and not getattr(app, "reading", False):
+            return
 
 
 async def _wait_for(pilot: Pilot, condition: Callable[[], bool], timeout: float = 10.0) -> None:

@@ -351,3 +351,39 @@ async def test_start_and_stop_a_real_worker_pool(
         await wait_for(pilot, lambda: not demo_store.list_workers(active_only=True), 20)
         await wait_for(pilot, lambda: not any(pid_alive(pid) for pid in pids), 20)
     demo_store.close()
+
+
+async def test_heartbeat_ages_tick_without_reading(make_console, settle) -> None:
+    from queuectl_tui.tui.demo import DEMO_NOW
+
+    now = [DEMO_NOW]
+    app = make_console(clock=lambda: now[0])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("w")
+        await settle(pilot)
+        table = app.table_for(Pane.WORKERS)
+        assert table.cells_of("w-build-1")[4].plain.strip() == "1s ago"
+        assert "STALE" in table.cells_of("w-batch-1")[3].plain
+        assert "STALE" not in table.cells_of("w-build-1")[3].plain
+        reads = app.reads
+        now[0] += 9_000
+        app.tick()
+        await pilot.pause()
+        assert table.cells_of("w-build-1")[4].plain.strip() == "10s ago"
+        assert app.reads == reads  # the ages moved on without touching the database
+        now[0] += 6_000
+        app.tick()
+        await pilot.pause()
+        assert "STALE" in table.cells_of("w-build-1")[3].plain
+
+
+async def test_read_only_palette_leaves_out_every_change(make_console, settle) -> None:
+    app = make_console(readonly=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        provider = ActionCommands(app.screen)
+        titles = " ".join([str(hit.display) async for hit in provider.discover()])
+        for spec in ACTIONS:
+            assert (spec.title in titles) != spec.mutating or spec.title == "Retry"
+        assert "New" not in titles and "Start pool" not in titles
