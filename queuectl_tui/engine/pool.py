@@ -31,6 +31,7 @@ from ..models import ACTIVE_WORKER_STATUSES, JobState, Worker, WorkerStatus
 from ..store import Store, StoreError, open_store
 from ..timeutil import human_seconds, now_ms, to_iso
 from . import events
+from .runner import stop_lost_run
 from .wake import ChangeWatcher, WakeBoard
 from .worker import PoolContext, WorkerThread
 
@@ -342,6 +343,9 @@ class Pool:
             if self.ctx is not None:
                 self.ctx.totals.add("recovered")
             fields: dict[str, object] = {"job": job.id, "state": job.state.value}
+            # The lost run may still be running here, orphaned: stop it before the job runs
+            # again, so two runs of one job never overlap on this host.
+            fields["stopped_processes"] = stop_lost_run(job.id, job.runs) or None
             if job.state is JobState.FAILED:
                 fields["run_at"] = to_iso(job.run_at)
                 if self.ctx is not None and self.ctx.watcher is not None:

@@ -328,6 +328,48 @@ def _live_member_in_proc(pgid: int) -> bool:
     return False
 
 
+def stop_lost_run(job_id: str, attempt: int) -> int:
+    """Kill this host's processes of one run of a job that was recovered from a lost worker
+    (a pool killed with SIGKILL cannot stop its commands, which live in their own sessions).
+
+    They are found by the environment every run carries, which names the job and the run, so
+    neither a later run of the same job nor any other process matches. Returns how many
+    processes were killed."""
+    wanted = {
+        f"QUEUECTL_JOB_ID={job_id}".encode(),
+        f"QUEUECTL_ATTEMPT={attempt}".encode(),
+    }
+    killed: set[int] = set()
+    for _ in range(3):  # again, in case one forked while it was being killed
+        found = [pid for pid in _proc_pids() if wanted <= _environment(pid)]
+        fresh = [pid for pid in found if pid not in killed]
+        if not fresh:
+            break
+        for pid in fresh:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+        time.sleep(0.01)  # let the signals land before looking again
+    return len(killed)
+
+
+def _proc_pids() -> list[int]:
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    me = os.getpid()
+    return [int(entry) for entry in entries if entry.isdigit() and int(entry) != me]
+
+
+def _environment(pid: int) -> set[bytes]:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            return set(handle.read().split(b"\0"))
+    except OSError:
+        return set()
+
+
 def job_environment(job_id: str, attempt: int) -> dict[str, str]:
     """The pool's environment plus the job's identity."""
     env = dict(os.environ)

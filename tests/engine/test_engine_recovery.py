@@ -8,7 +8,7 @@ import signal
 import time
 
 import pytest
-from engine_helpers import Queue, wait_until
+from engine_helpers import Queue, process_alive, wait_until
 
 from queuectl_tui.models import JobState, Outcome, Worker, WorkerStatus
 from queuectl_tui.timeutil import now_ms
@@ -139,3 +139,26 @@ def test_worker_stop_does_not_wait_for_a_killed_pool(queue: Queue) -> None:
     assert {w.status for w in queue.workers()} == {WorkerStatus.IDLE}  # nobody reaped them yet
     result = queue.cli("worker", "stop", "--wait", "--timeout", "5")
     assert result.stdout == "No worker pool is running\n"
+
+
+def test_recovery_stops_the_orphaned_run_of_a_killed_pool(queue: Queue) -> None:
+    """A SIGKILLed pool cannot stop its commands; the pool that recovers the job does, so the
+    lost run and the retry never overlap."""
+    pidfile = queue.root / "child.pid"
+    shellfile = queue.root / "shell.pid"
+    queue.configure(backoff_base=1)
+    doomed = queue.start_pool(count=1)
+    command = (
+        f'if [ "$QUEUECTL_ATTEMPT" = 1 ]; then echo $$ > {shellfile}; '
+        f"sleep 30 & echo $! > {pidfile}; wait; fi"
+    )
+    job_id = queue.enqueue(command, "orphan")
+    wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), what="the job's child")
+    doomed.kill()
+    child, shell = int(pidfile.read_text()), int(shellfile.read_text())
+    assert process_alive(child) and process_alive(shell)  # nobody stopped them yet
+    successor = queue.start_pool(count=1)
+    assert successor.events("recovered")[0]["stopped_processes"] == 2
+    assert not process_alive(child) and not process_alive(shell)
+    job = queue.wait_state(job_id, JobState.COMPLETED, timeout=10)
+    assert job.attempts == 2

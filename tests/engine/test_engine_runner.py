@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import subprocess
 import threading
 import time
 from pathlib import Path
 
 from engine_helpers import process_alive, wait_until
 
-from queuectl_tui.engine.runner import Execution, TailBuffer, describe_exit, job_environment
+from queuectl_tui.engine.runner import (
+    Execution,
+    TailBuffer,
+    describe_exit,
+    job_environment,
+    stop_lost_run,
+)
 from queuectl_tui.models import Outcome
 
 
@@ -122,3 +129,17 @@ def test_cancel_before_start_runs_nothing(tmp_path: Path) -> None:
     execution.cancel()
     result = execution.run()
     assert result.outcome is Outcome.CANCELLED
+
+
+def test_stop_lost_run_kills_only_that_run_of_that_job() -> None:
+    later_run = subprocess.Popen(["sleep", "30"], env=job_environment("job-x", 2))
+    other_job = subprocess.Popen(["sleep", "30"], env=job_environment("job-x2", 1))
+    try:
+        assert stop_lost_run("job-x", 1) == 0
+        assert stop_lost_run("job-x", 2) == 1
+        assert later_run.wait(timeout=5) == -9
+        assert other_job.poll() is None
+    finally:
+        for proc in (later_run, other_job):
+            proc.kill()
+            proc.wait()
