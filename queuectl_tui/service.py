@@ -4,7 +4,7 @@ console and its CLI twin do exactly the same thing."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from .config import Settings
@@ -45,42 +45,62 @@ def parse_job_json(text: str) -> JobSpec:
         raise InputError(str(error)) from None
 
 
-def parse_job_lines(lines: Iterable[str]) -> list[JobSpec]:
-    """JSON Lines, one job per non-blank line, all validated before anything is written.
+# Jobs validated per step of a bulk enqueue; the store inserts one step while the next is
+# being validated.
+BULK_BATCH = 20_000
 
-    Errors name the line; an id given twice in the input is refused too."""
+
+def parse_job_batches(
+    lines: Iterable[str], batch_size: int = BULK_BATCH
+) -> Iterator[list[JobSpec]]:
+    """JSON Lines, one job per non-blank line, validated and yielded a batch at a time.
+
+    Raises InputError naming the line at the first bad one, or at an id that appeared on an
+    earlier line; a consumer that writes inside one transaction then writes nothing."""
     numbered = [(n, line) for n, line in enumerate(lines, start=1) if line.strip()]
-    try:  # one C-level parse of the whole input; per-line parsing only to locate an error
-        objects = json.loads("[" + ",".join(line for _, line in numbered) + "]")
-        if len(objects) != len(numbered):
-            raise ValueError("a line held more than one value")
+    first_line_of: dict[str, int] = {}
+    for start in range(0, len(numbered), batch_size):
+        chunk = numbered[start : start + batch_size]
+        specs = [
+            _validate(number, obj) for (number, _), obj in zip(chunk, _decode(chunk), strict=True)
+        ]
+        for spec, (number, _) in zip(specs, chunk, strict=True):
+            earlier = first_line_of.setdefault(spec.id, number)
+            if earlier != number:
+                raise InputError(f"line {number}: id '{spec.id}' already appears on line {earlier}")
+        yield specs
+
+
+def parse_job_lines(lines: Iterable[str]) -> list[JobSpec]:
+    """Every job of a JSON Lines input, validated (see parse_job_batches)."""
+    return [spec for batch in parse_job_batches(lines) for spec in batch]
+
+
+def _decode(chunk: list[tuple[int, str]]) -> list[object]:
+    try:  # one C-level parse of the whole chunk; per-line parsing only to locate an error
+        objects = json.loads("[" + ",".join(line for _, line in chunk) + "]")
+        if len(objects) == len(chunk):
+            return objects
     except ValueError:
-        objects = [_decode_line(number, line) for number, line in numbered]
-    specs: list[JobSpec] = []
-    for (number, _), obj in zip(numbered, objects, strict=True):
-        try:
-            specs.append(parse_job_spec(obj))
-        except JobSpecError as error:
-            raise InputError(f"line {number}: {error}") from None
-    ids = {spec.id for spec in specs}
-    if len(ids) != len(specs):
-        _refuse_repeated_id(numbered, specs)
-    return specs
+        pass
+    return [_decode_line(number, line) for number, line in chunk]
 
 
 def _decode_line(number: int, line: str) -> object:
     try:
-        return json.loads(line)
+        objects = json.loads("[" + line + "]")
     except json.JSONDecodeError as error:
         raise InputError(f"line {number}: invalid JSON: {error.msg}") from None
+    if len(objects) != 1:
+        raise InputError(f"line {number}: one JSON object per line, found {len(objects)} values")
+    return objects[0]
 
 
-def _refuse_repeated_id(numbered: list[tuple[int, str]], specs: list[JobSpec]) -> None:
-    first_line_of: dict[str, int] = {}
-    for (number, _), spec in zip(numbered, specs, strict=True):
-        earlier = first_line_of.setdefault(spec.id, number)
-        if earlier != number:
-            raise InputError(f"line {number}: id '{spec.id}' already appears on line {earlier}")
+def _validate(number: int, obj: object) -> JobSpec:
+    try:
+        return parse_job_spec(obj)
+    except JobSpecError as error:
+        raise InputError(f"line {number}: {error}") from None
 
 
 def enqueue(store: Store, settings: Settings, spec: JobSpec) -> EnqueueResult:
@@ -89,6 +109,11 @@ def enqueue(store: Store, settings: Settings, spec: JobSpec) -> EnqueueResult:
 
 def enqueue_many(store: Store, settings: Settings, specs: Sequence[JobSpec]) -> BulkEnqueueResult:
     return store.enqueue_many(specs, settings.max_retries, now_ms())
+
+
+def enqueue_lines(store: Store, settings: Settings, lines: Iterable[str]) -> BulkEnqueueResult:
+    """Validate and store a JSON Lines input in one transaction: all or nothing."""
+    return store.enqueue_batches(parse_job_batches(lines), settings.max_retries, now_ms())
 
 
 def get_job(store: Store, job_id: str) -> Job:
@@ -140,6 +165,7 @@ __all__ = [
     "StoreError",
     "dead_jobs",
     "enqueue",
+    "enqueue_lines",
     "enqueue_many",
     "get_job",
     "open_queue",

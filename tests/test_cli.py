@@ -237,3 +237,21 @@ def test_unreadable_database_location_is_one_line(run_cli: RunCli, tmp_path: Pat
     result = run_cli("--db", str(tmp_path / "missing" / "q.db"), "status", db=False)
     assert result.returncode == 1
     assert result.stderr.startswith("Error: ") and "Traceback" not in result.stderr
+
+
+def test_bulk_file_refuses_an_id_repeated_in_the_input(run_cli: RunCli, tmp_path: Path) -> None:
+    lines = [json.dumps({"id": f"j{i}", "command": "true"}) for i in range(30_000)]
+    lines.append(json.dumps({"id": "j5", "command": "true"}))
+    source = tmp_path / "repeat.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    result = run_cli("enqueue", "--file", str(source))
+    assert result.returncode == 2
+    assert "line 30001: id 'j5' already appears on line 6" in result.stderr
+    assert json.loads(run_cli("list", "--json").stdout) == []
+
+
+def test_two_values_on_one_line_are_refused(run_cli: RunCli, tmp_path: Path) -> None:
+    source = tmp_path / "two.jsonl"
+    source.write_text('{"command":"true"}\n{"command":"true"} {"command":"true"}\n')
+    result = run_cli("enqueue", "--file", str(source))
+    assert result.returncode == 2 and "line 2" in result.stderr

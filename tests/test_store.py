@@ -356,3 +356,25 @@ def test_claim_uses_the_ready_index(store: SQLiteStore) -> None:
 
 def _fields(job) -> dict[str, object]:
     return {name: getattr(job, name) for name in job.__slots__}
+
+
+def test_batches_are_one_transaction_even_when_the_input_fails_late(store: SQLiteStore) -> None:
+    def batches():
+        yield [spec(id=f"a{i}") for i in range(100)]
+        yield [spec(id=f"b{i}") for i in range(100)]
+        raise ValueError("line 201: bad input")
+
+    with pytest.raises(ValueError, match="line 201"):
+        store.enqueue_batches(batches(), 3, NOW)
+    assert store.counts()[JobState.PENDING] == 0
+    assert store.list_jobs() == []
+    result = store.enqueue_batches(iter([[spec(id="x")], [spec(id="y")]]), 3, NOW)
+    assert (result.created, result.existing) == (2, 0)
+    assert store.counts()[JobState.PENDING] == 2
+
+
+def test_a_repeat_across_batches_names_the_id(store: SQLiteStore) -> None:
+    with pytest.raises(DuplicateJobError) as raised:
+        store.enqueue_batches([[spec(id="same")], [spec(id="other"), spec(id="same")]], 3, NOW)
+    assert raised.value.job_id == "same"
+    assert store.list_jobs() == []

@@ -63,11 +63,11 @@ def enqueue(
         fail("give either a JOB_JSON argument or --file PATH", EXIT_USAGE)
     settings = state(ctx).settings
     if file is not None:
-        specs = service.parse_job_lines(_read_lines(file))
-        if not specs:
+        lines = _read_lines(file)
+        if not any(line.strip() for line in lines):
             fail("no jobs in the input", EXIT_USAGE)
         with open_store(ctx) as store:
-            result = service.enqueue_many(store, settings, specs)
+            result = service.enqueue_lines(store, settings, lines)
         if as_json:
             print_json({"created": result.created, "existing": result.existing})
         elif not quiet:

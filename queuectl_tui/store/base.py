@@ -4,7 +4,7 @@ first implementation and a PostgreSQL store can implement the same methods later
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,11 +117,18 @@ class Store(ABC):
     def enqueue(self, spec: JobSpec, default_max_retries: int, now: int) -> EnqueueResult:
         """Durably store one job. Raises DuplicateJobError if its id is taken."""
 
-    @abstractmethod
     def enqueue_many(
         self, specs: Sequence[JobSpec], default_max_retries: int, now: int
     ) -> BulkEnqueueResult:
         """Store many jobs in one transaction: all or nothing (DuplicateJobError names one)."""
+        return self.enqueue_batches([specs], default_max_retries, now)
+
+    @abstractmethod
+    def enqueue_batches(
+        self, batches: Iterable[Sequence[JobSpec]], default_max_retries: int, now: int
+    ) -> BulkEnqueueResult:
+        """Store every batch in one transaction: all or nothing. `batches` may be a generator
+        that validates input as it goes; an exception from it rolls everything back."""
 
     @abstractmethod
     def get(self, job_id: str) -> Job | None: ...

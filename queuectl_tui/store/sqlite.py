@@ -9,7 +9,8 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -294,40 +295,61 @@ class SQLiteStore(Store):
 
         return self._write(body, durable=True)
 
-    def enqueue_many(
-        self, specs: Sequence[JobSpec], default_max_retries: int, now: int
+    def enqueue_batches(
+        self, batches: Iterable[Sequence[JobSpec]], default_max_retries: int, now: int
     ) -> BulkEnqueueResult:
-        # The batch travels as one JSON text that SQLite unpacks itself: three times faster
-        # than binding parameters row by row from Python.
-        # A JobSpec is a tuple in column order, so the list serialises as arrays directly.
-        payload = json.dumps(specs if isinstance(specs, list) else list(specs), ensure_ascii=False)
-
+        # Each batch travels as one JSON text that SQLite unpacks itself (three times faster
+        # than binding rows from Python), and is inserted on a helper thread: SQLite releases
+        # the GIL while it works, so the caller validates the next batch meanwhile.
         def body(conn: sqlite3.Connection) -> BulkEnqueueResult:
-            try:
-                cursor = conn.execute(_BULK_INSERT_SQL, (payload, now, default_max_retries))
-            except sqlite3.IntegrityError:
-                raise DuplicateJobError(self._first_existing_id(conn, specs)) from None
-            created = cursor.rowcount
+            taken: list[Sequence[JobSpec]] = []
+            created = 0
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="queuectl-insert") as pool:
+                running: Future[int] | None = None
+                try:
+                    for batch in batches:
+                        taken.append(batch)
+                        # A JobSpec is a tuple in column order: it serialises as a JSON array.
+                        payload = json.dumps(list(batch), ensure_ascii=False)
+                        if running is not None:
+                            created += running.result()
+                        running = pool.submit(
+                            self._insert_batch, conn, payload, now, default_max_retries
+                        )
+                    if running is not None:
+                        created, running = created + running.result(), None
+                except sqlite3.IntegrityError:
+                    raise DuplicateJobError(self._existing_id(conn, taken)) from None
+                finally:
+                    if running is not None:  # the input failed: let the insert end first
+                        running.exception()
             _count_inserted(conn, created)
-            return BulkEnqueueResult(created=created, existing=len(specs) - created)
+            offered = sum(len(batch) for batch in taken)
+            return BulkEnqueueResult(created=created, existing=offered - created)
 
         return self._write(body, durable=True)
 
     @staticmethod
-    def _first_existing_id(conn: sqlite3.Connection, specs: Sequence[JobSpec]) -> str:
+    def _insert_batch(conn: sqlite3.Connection, payload: str, now: int, max_retries: int) -> int:
+        return conn.execute(_BULK_INSERT_SQL, (payload, now, max_retries)).rowcount
+
+    @staticmethod
+    def _existing_id(conn: sqlite3.Connection, batches: Sequence[Sequence[JobSpec]]) -> str:
+        """Which id made a batch insert fail: one repeated in the input, or one already stored
+        (only called on that rare path, inside the failed transaction)."""
+        ids = [spec.id for batch in batches for spec in batch]
         seen: set[str] = set()
-        for spec in specs:  # a repeat inside the batch itself
-            if spec.id in seen:
-                return spec.id
-            seen.add(spec.id)
-        ids = [spec.id for spec in specs]
+        for job_id in ids:
+            if job_id in seen:
+                return job_id
+            seen.add(job_id)
         for chunk in _chunks(ids):
             row = conn.execute(
                 f"SELECT id FROM jobs WHERE id IN ({_placeholders(len(chunk))}) LIMIT 1", chunk
             ).fetchone()
             if row is not None:
                 return row[0]
-        return ids[0]
+        return ids[0] if ids else ""
 
     def get(self, job_id: str) -> Job | None:
         rows = self._read(f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?", (job_id,))
