@@ -7,12 +7,17 @@ herd). Change detection, best first:
 
 - `inotify` on the database's `-wal` file (Linux): every commit, from any process, writes to
   the WAL, so the watcher sleeps until then. A WAL write is seen slightly before the commit is
-  visible to readers, so after each write `PRAGMA data_version` is re-checked every
+  visible to readers, so after each write `PRAGMA data_version` is re-checked every quarter
   millisecond for a short window; a slow `data_version` poll stays on as a safety net.
 - `poll`: `PRAGMA data_version` every 2 ms (any platform; costs a few % of a core).
 
 Either way the watcher also wakes a worker when the next known `run_at` arrives (a retry's
-backoff ending, a job scheduled for later), so a due job is never slept through.
+backoff ending, a job scheduled for later), so a due job is never slept through. While every
+worker is busy the watcher lies dormant: busy workers claim their next job in the transaction
+that settles the last one, and the first worker to go idle wakes the watcher.
+
+Measured with tests/engine/bench_pickup.py on 2 cores: inotify, idle pool 0.1-0.2% of a core,
+pickup p50 0.6 ms / p95 1.1 ms after the enqueue committed; poll, 5% of a core, p50 1.5 ms.
 """
 
 from __future__ import annotations
