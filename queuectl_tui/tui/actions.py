@@ -134,7 +134,8 @@ class ActionCommands(Provider):
         return [spec for spec in ACTIONS if not (readonly and spec.mutating)]
 
     def _command(self, spec: ActionSpec) -> partial[object]:
-        return partial(self.app.run_action, spec.action)
+        run = getattr(self.app, "run_command", self.app.run_action)
+        return partial(run, spec.action)
 
     async def discover(self) -> Hits:
         for spec in self._specs():

@@ -241,7 +241,6 @@ class QueueConsole(QueueOperations, App[None]):
                 counts.active_workers,
                 snapshot.completed_per_minute or previous.completed_per_minute,
                 snapshot.failed_per_minute or previous.failed_per_minute,
-                loaded=True,
             ),
             now,
             self.paused,
@@ -344,11 +343,25 @@ class QueueConsole(QueueOperations, App[None]):
             return False
         if isinstance(self.screen, JobDetailScreen):
             return action in DETAIL_ACTIONS
-        if self.pane is Pane.WORKERS and action in TABLE_ACTIONS | {"retry_all"}:
+        if self.pane is Pane.WORKERS and action in TABLE_ACTIONS:
             return False
+        if action == "retry_all":  # "all shown": only where dead jobs are what is shown
+            return self.pane is Pane.DEAD or (
+                self.pane is Pane.JOBS and self.state is JobState.DEAD
+            )
         if action == "clear_filter":
             return bool(self.search) or self.query_one("#filter-bar").display
         return True
+
+    async def run_command(self, action: str) -> None:
+        """Run an action chosen in the command palette, or say why it cannot run here."""
+        name = action.split("(", 1)[0]
+        if self.check_action(name, ()):
+            await self.run_action(action)
+        elif name == "retry_all":
+            self.notify("Retry all works on dead jobs: open the dead letters (d) first.")
+        else:
+            self.notify("That action is not available here.", severity="warning")
 
     def refuse_readonly(self) -> bool:
         if self.readonly:
@@ -374,6 +387,7 @@ class QueueConsole(QueueOperations, App[None]):
     def action_set_state(self, name: str) -> None:
         self.query_one("#states", Tabs).active = f"state-{name}"
         self.action_show_pane("jobs")
+        self.refresh_bindings()
 
     @on(Tabs.TabActivated, "#states")
     def state_activated(self, event: Tabs.TabActivated) -> None:
@@ -382,6 +396,7 @@ class QueueConsole(QueueOperations, App[None]):
         if state is self.state:
             return
         self.state = state
+        self.refresh_bindings()
         self.anchors[Pane.JOBS] = [None]
         self.table_for(Pane.JOBS).focus()
         self.poll(force=True)

@@ -21,7 +21,6 @@ class SummaryData:
     active_workers: int = 0
     completed_per_minute: list[int] = field(default_factory=list)
     failed_per_minute: list[int] = field(default_factory=list)
-    loaded: bool = False
 
 
 class SummaryBar(Static):
