@@ -158,6 +158,7 @@ class SQLiteStore(Store):
         path: str | Path,
         busy_timeout: float = 5.0,
         lock_retry_seconds: float = 60.0,
+        autocheckpoint: bool = True,
     ) -> None:
         self.location = str(path)
         self._lock_retry_seconds = lock_retry_seconds
@@ -176,6 +177,9 @@ class SQLiteStore(Store):
             )
             self._configure()
             self._migrate()
+            if not autocheckpoint:
+                # Whoever opened this store calls checkpoint() off the hot path instead.
+                self._conn.execute("PRAGMA wal_autocheckpoint = 0")
         except sqlite3.DatabaseError as error:
             raise StoreError(f"cannot open database {self.location}: {error}") from None
 
@@ -259,6 +263,10 @@ class SQLiteStore(Store):
                 return self._conn.execute(sql, params).fetchall()
             except sqlite3.OperationalError as error:
                 raise StoreError(f"database error: {error}") from None
+
+    def checkpoint(self) -> None:
+        # PASSIVE never waits for readers or writers: it copies what it can and returns.
+        self._read("PRAGMA wal_checkpoint(PASSIVE)")
 
     def change_token(self) -> int:
         return self._read("PRAGMA data_version")[0][0]

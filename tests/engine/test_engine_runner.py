@@ -143,3 +143,25 @@ def test_stop_lost_run_kills_only_that_run_of_that_job() -> None:
         for proc in (later_run, other_job):
             proc.kill()
             proc.wait()
+
+
+def test_a_job_inherits_only_stdin_stdout_and_stderr(tmp_path: Path) -> None:
+    import os
+
+    leaked = os.open(tmp_path / "pool-only", os.O_WRONLY | os.O_CREAT)
+    os.set_inheritable(leaked, True)  # as a descriptor handed down by the pool's own parent
+    try:
+        result = run("ls /proc/$$/fd; readlink /proc/$$/fd/0")
+    finally:
+        os.close(leaked)
+    lines = result.output.split()
+    assert lines[:3] == ["0", "1", "2"] and len(lines) == 4
+    assert lines[3] == "/dev/null"
+
+
+def test_a_shell_that_cannot_start_is_a_failed_attempt(monkeypatch) -> None:
+    from queuectl_tui.engine import spawn
+
+    monkeypatch.setattr(spawn, "SHELL", "/nonexistent/sh")
+    result = run("true")
+    assert result.outcome is Outcome.FAILED and "could not start" in (result.error or "")
