@@ -7,13 +7,17 @@ Warnings from the store (a locked database being retried) go through the same fo
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sys
+import time
+from abc import ABC, abstractmethod
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
 LOGGER_NAME = "queuectl"
+_root = logging.getLogger(LOGGER_NAME)
 log = logging.getLogger(LOGGER_NAME + ".engine")
 
 # Keep lines short: a command or an error is context, not the record (the store has the full
@@ -42,40 +46,75 @@ def _human_value(value: Any) -> str:
     return text
 
 
-class HumanFormatter(logging.Formatter):
+class EventFormatter(logging.Formatter, ABC):
+    """Formats events: from `event()` directly, or from log records of other queuectl loggers."""
+
+    @abstractmethod
+    def render(
+        self,
+        event: str | None,
+        level: int,
+        created: float,
+        fields: dict[str, Any],
+        message: str | None = None,
+        traceback: str | None = None,
+    ) -> str:
+        """One line (two or more with a traceback) for one event or message."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return self.render(
+            getattr(record, "event", None),
+            record.levelno,
+            record.created,
+            getattr(record, "fields", {}),
+            record.getMessage(),
+            self.formatException(record.exc_info) if record.exc_info else None,
+        )
+
+
+class HumanFormatter(EventFormatter):
     """`2026-07-24T10:00:00.123456Z claimed job=a1 worker=host:41:1 attempt=1`"""
 
-    def format(self, record: logging.LogRecord) -> str:
-        event = getattr(record, "event", None)
-        fields: dict[str, Any] = getattr(record, "fields", {})
-        head = f"{_timestamp(record.created)} "
+    def render(
+        self,
+        event: str | None,
+        level: int,
+        created: float,
+        fields: dict[str, Any],
+        message: str | None = None,
+        traceback: str | None = None,
+    ) -> str:
+        head = f"{_timestamp(created)} "
         if event is None:
-            head += f"{record.levelname.lower()} {_human_value(record.getMessage())}"
+            head += f"{logging.getLevelName(level).lower()} {_human_value(message)}"
         else:
-            head += event if record.levelno <= logging.INFO else f"{event} [{record.levelname}]"
-        parts = [head] + [f"{key}={_human_value(value)}" for key, value in fields.items()]
-        line = " ".join(parts)
-        if record.exc_info:
-            line += "\n" + self.formatException(record.exc_info)
-        return line
+            head += event if level <= logging.INFO else f"{event} [{logging.getLevelName(level)}]"
+        line = " ".join([head] + [f"{key}={_human_value(value)}" for key, value in fields.items()])
+        return line + "\n" + traceback if traceback else line
 
 
-class JsonFormatter(logging.Formatter):
+class JsonFormatter(EventFormatter):
     """One JSON object per line: ts, level, event, then the event's fields."""
 
-    def format(self, record: logging.LogRecord) -> str:
-        event = getattr(record, "event", None)
-        fields: dict[str, Any] = getattr(record, "fields", {})
+    def render(
+        self,
+        event: str | None,
+        level: int,
+        created: float,
+        fields: dict[str, Any],
+        message: str | None = None,
+        traceback: str | None = None,
+    ) -> str:
         data: dict[str, Any] = {
-            "ts": _timestamp(record.created),
-            "level": record.levelname.lower(),
+            "ts": _timestamp(created),
+            "level": logging.getLevelName(level).lower(),
             "event": event or "log",
         }
         if event is None:
-            data["message"] = record.getMessage()
+            data["message"] = message
         data.update((key, _short(value)) for key, value in fields.items())
-        if record.exc_info:
-            data["traceback"] = self.formatException(record.exc_info)
+        if traceback:
+            data["traceback"] = traceback
         return json.dumps(data, ensure_ascii=False, default=str)
 
 
@@ -96,4 +135,16 @@ def event(name: str, level: int = logging.INFO, exc_info: bool = False, **fields
     """Log one event: `event("claimed", job="a1", worker="host:41:1")`; None fields are left
     out."""
     fields = {key: value for key, value in fields.items() if value is not None}
+    handlers = _root.handlers
+    if not exc_info and len(handlers) == 1 and _root.isEnabledFor(level):
+        handler = handlers[0]
+        formatter = handler.formatter
+        if isinstance(handler, logging.StreamHandler) and isinstance(formatter, EventFormatter):
+            # The common case, written directly: a LogRecord, the caller lookup and the
+            # handler chain cost a busy pool as much as running a trivial job.
+            line = formatter.render(name, level, time.time(), fields) + "\n"
+            with handler.lock or contextlib.nullcontext():
+                handler.stream.write(line)
+                handler.stream.flush()
+            return
     log.log(level, name, extra={"event": name, "fields": fields}, exc_info=exc_info)
