@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 from rich.text import Text
+from textual.widget import Widget
 from textual.widgets import Button, Static
 
 from queuectl_tui.models import JobSpec, JobState
@@ -22,10 +23,10 @@ from queuectl_tui.tui.screens.enqueue import EnqueueScreen, form_to_object
 from queuectl_tui.tui.screens.job_detail import JobDetailScreen
 
 
-def shown(widget: Static) -> str:
-    """The text a Static shows, as plain text."""
+def shown(widget: Widget) -> str:
+    """The text a widget shows, as plain text."""
     console = Console(width=200, record=True, file=io.StringIO())
-    console.print(widget.content)
+    console.print(widget.content if isinstance(widget, Static) else widget.render())
     return console.export_text()
 
 

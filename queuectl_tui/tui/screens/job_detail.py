@@ -22,6 +22,8 @@ from ...store import Store, StoreError
 from ...timeutil import human_seconds
 from .. import format as fmt
 
+MAX_OUTPUT_SHOWN = 200_000  # characters; the tail, as the worker keeps it
+
 
 def _duration(attempt: Attempt) -> str:
     ms = max(0, attempt.finished_at - attempt.started_at)
@@ -205,8 +207,14 @@ class JobDetailScreen(Screen[None]):
                 ("  (o to focus, ↑↓ PgUp PgDn to scroll)", "dim"),
             )
         )
-        text = printable(attempt.output) or "(no output)"
-        self.query_one("#output", Static).update(Text(text))
+        output = attempt.output
+        note = ""
+        if len(output) > MAX_OUTPUT_SHOWN:
+            note = f"(the first {len(output) - MAX_OUTPUT_SHOWN:,} characters are not shown)\n"
+            output = output[-MAX_OUTPUT_SHOWN:]
+        text = Text(note, style="dim")
+        text.append(printable(output) or "(no output)")
+        self.query_one("#output", Static).update(text)
 
     def action_back(self) -> None:
         self.dismiss(None)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
-from textual.widgets import Static
+from textual.widget import Widget
 
 from ...models import STATES, JobState
 from .. import format as fmt
@@ -23,7 +23,11 @@ class SummaryData:
     failed_per_minute: list[int] = field(default_factory=list)
 
 
-class SummaryBar(Static):
+WIDE = 90  # columns; narrower terminals get shorter sparklines
+SPARK_MINUTES_NARROW = 10
+
+
+class SummaryBar(Widget):
     """Three lines: where, how many, how fast."""
 
     def __init__(self, database: str, readonly: bool, *, id: str | None = None) -> None:
@@ -37,9 +41,10 @@ class SummaryBar(Static):
         self.data = data
         self.now = now
         self.paused = paused
-        self.update(self._render_summary())
+        self.refresh()
 
-    def _render_summary(self) -> Group:
+    def render(self) -> Group:
+        """Built at render time, so that the sparklines fit the width the bar has now."""
         data = self.data
         top = Table.grid(expand=True)
         top.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
@@ -71,8 +76,9 @@ class SummaryBar(Static):
         rates.append("workers ", style="dim")
         rates.append(f"{workers}", style="bold cyan" if workers else "dim")
         rates.append(" active", style="dim")
-        completed = data.completed_per_minute
-        failed = data.failed_per_minute
+        minutes = SPARK_MINUTES_NARROW if self.size.width < WIDE else len(data.completed_per_minute)
+        completed = data.completed_per_minute[-minutes:]
+        failed = data.failed_per_minute[-minutes:]
         rates.append("   done/min ", style="dim")
         rates.append(f"{completed[-1] if completed else 0:,} ", style="bold green")
         rates.append_text(fmt.sparkline(completed, "green"))
