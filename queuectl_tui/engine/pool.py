@@ -152,9 +152,7 @@ class Pool:
         self.ctx = ctx = PoolContext(
             settings=settings,
             pid=self.pid,
-            # Workers never checkpoint: a checkpoint inside a worker's transaction stalls every
-            # other worker for milliseconds. The main loop below does it instead.
-            open_store=lambda: open_store(path, autocheckpoint=False),
+            open_store=lambda: open_store(path),
             board=board,
             watcher=watcher,
         )
@@ -199,8 +197,6 @@ class Pool:
                     next_stop_check = now + STOP_CHECK_INTERVAL
                     if not ctx.draining.is_set():
                         self._check_stop_request(store)
-                    with contextlib.suppress(StoreError):  # the next tick tries again
-                        store.checkpoint()
                 wait = min(next_beat, next_reap, next_stop_check) - time.monotonic()
                 if ctx.draining.is_set():
                     wait = min(wait, 0.05)  # watch the workers finish

@@ -18,10 +18,9 @@ from .base import (
 from .sqlite import SQLiteStore, failure_transition
 
 
-def open_store(path: str | Path, autocheckpoint: bool = True) -> Store:
-    """Open (creating and migrating if needed) the store at `path`. With `autocheckpoint`
-    off, the caller is responsible for calling `checkpoint()` now and then."""
-    return SQLiteStore(path, autocheckpoint=autocheckpoint)
+def open_store(path: str | Path) -> Store:
+    """Open (creating and migrating if needed) the store at `path`."""
+    return SQLiteStore(path)
 
 
 __all__ = [

@@ -109,11 +109,6 @@ class Store(ABC):
         self.close()
 
     @abstractmethod
-    def checkpoint(self) -> None:
-        """Move recent writes from the write-ahead log into the database file, if the store
-        keeps one. A pool calls this from its main thread so that its workers never do."""
-
-    @abstractmethod
     def change_token(self) -> int:
         """A number that changes whenever another connection commits: cheap change detection."""
 

@@ -158,7 +158,6 @@ class SQLiteStore(Store):
         path: str | Path,
         busy_timeout: float = 5.0,
         lock_retry_seconds: float = 60.0,
-        autocheckpoint: bool = True,
     ) -> None:
         self.location = str(path)
         self._lock_retry_seconds = lock_retry_seconds
@@ -177,9 +176,6 @@ class SQLiteStore(Store):
             )
             self._configure()
             self._migrate()
-            if not autocheckpoint:
-                # Whoever opened this store calls checkpoint() off the hot path instead.
-                self._conn.execute("PRAGMA wal_autocheckpoint = 0")
         except sqlite3.DatabaseError as error:
             raise StoreError(f"cannot open database {self.location}: {error}") from None
 
@@ -193,6 +189,9 @@ class SQLiteStore(Store):
         # last transitions, which merely re-runs jobs. Enqueue switches to FULL (see _write).
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
+        # The WAL is reused from its start after each checkpoint; this caps the size it keeps
+        # on disk after a burst (a bulk enqueue or a busy pool can grow it to tens of MB).
+        conn.execute("PRAGMA journal_size_limit = 16777216")
 
     def _migrate(self) -> None:
         version = self._conn.execute("PRAGMA user_version").fetchone()[0]
@@ -263,10 +262,6 @@ class SQLiteStore(Store):
                 return self._conn.execute(sql, params).fetchall()
             except sqlite3.OperationalError as error:
                 raise StoreError(f"database error: {error}") from None
-
-    def checkpoint(self) -> None:
-        # PASSIVE never waits for readers or writers: it copies what it can and returns.
-        self._read("PRAGMA wal_checkpoint(PASSIVE)")
 
     def change_token(self) -> int:
         return self._read("PRAGMA data_version")[0][0]
