@@ -16,8 +16,9 @@ backoff ending, a job scheduled for later), so a due job is never slept through.
 worker is busy the watcher lies dormant: busy workers claim their next job in the transaction
 that settles the last one, and the first worker to go idle wakes the watcher.
 
-Measured with tests/engine/bench_pickup.py on 2 cores: inotify, idle pool 0.1-0.2% of a core,
-pickup p50 0.6 ms / p95 1.1 ms after the enqueue committed; poll, 5% of a core, p50 1.5 ms.
+Measured with `queuectl bench --only pickup` (QUEUECTL_WAKE=poll for the second) on 2 cores:
+inotify, idle pool 0.1-0.2% of a core, pickup p50 0.6 ms / p95 1.1 ms after the enqueue
+committed; poll, 5% of a core, p50 1.5 ms.
 """
 
 from __future__ import annotations

@@ -12,13 +12,12 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from ...models import Job, JobSpec, JobSpecError, parse_job_spec
 from ...store import DuplicateJobError, StoreError
 from ...timeutil import to_iso
-from .forms import Field, number_or_text
+from .forms import Field, FormScreen, number_or_text
 
 _RELATIVE = re.compile(r"^\+?\s*(\d+)\s*([smhd])$", re.IGNORECASE)
 _UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -55,7 +54,7 @@ def form_to_object(values: dict[str, str], now: int) -> dict[str, Any]:
     return obj
 
 
-class EnqueueScreen(ModalScreen[Job | None]):
+class EnqueueScreen(FormScreen[Job | None]):
     """Dismisses with the new job, or None when cancelled."""
 
     BINDINGS = [
@@ -89,20 +88,6 @@ class EnqueueScreen(ModalScreen[Job | None]):
 
     def fields(self) -> dict[str, Field]:
         return {field.field_name: field for field in self.query(Field)}
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        self.action_submit()
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        event.stop()
-        if event.button.id == "submit":
-            self.action_submit()
-        else:
-            self.dismiss(None)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
 
     def action_submit(self) -> None:
         fields = self.fields()

@@ -3,10 +3,37 @@ conversion that leaves wrong input for the one validator to name."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal
-from textual.widgets import Input, Label, Static
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Static
+
+ResultT = TypeVar("ResultT")
+
+
+class FormScreen(ModalScreen[ResultT | None]):
+    """A modal form: Enter in any input or the `submit` button submits, any other button and
+    Esc cancel (dismissing with None)."""
+
+    action_submit: Callable[[], None]  # each form validates and acts in its own way
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_submit()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "submit":
+            self.action_submit()
+        else:
+            self.dismiss(None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
 
 
 class Field(Horizontal):

@@ -6,10 +6,9 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
-from .forms import Field
+from .forms import Field, FormScreen
 
 MAX_WORKERS = 256
 
@@ -25,7 +24,7 @@ def parse_count(text: str) -> int:
     return count
 
 
-class StartPoolScreen(ModalScreen[int | None]):
+class StartPoolScreen(FormScreen[int | None]):
     """Dismisses with the worker count, or None when cancelled."""
 
     BINDINGS = [
@@ -55,20 +54,6 @@ class StartPoolScreen(ModalScreen[int | None]):
 
     def on_mount(self) -> None:
         self.query_one("#input-count", Input).focus()
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        self.action_submit()
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        event.stop()
-        if event.button.id == "submit":
-            self.action_submit()
-        else:
-            self.dismiss(None)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
 
     def action_submit(self) -> None:
         field = self.query_one(Field)
