@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import re
 
-# C0 and C1 control characters except newline and tab, and DEL.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# C0 and C1 control characters except newline and tab, DEL, and the bidirectional
+# overrides and isolates that can make displayed text read differently from what it is.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def _escape(match: re.Match[str]) -> str:
     char = match.group()
-    return "\\r" if char == "\r" else f"\\x{ord(char):02x}"
+    if char == "\r":
+        return "\\r"
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def printable(text: str | None, single_line: bool = False) -> str:

@@ -112,8 +112,12 @@ def enqueue_many(store: Store, settings: Settings, specs: Sequence[JobSpec]) -> 
 
 
 def enqueue_lines(store: Store, settings: Settings, lines: Iterable[str]) -> BulkEnqueueResult:
-    """Validate and store a JSON Lines input in one transaction: all or nothing."""
-    return store.enqueue_batches(parse_job_batches(lines), settings.max_retries, now_ms())
+    """Validate a JSON Lines input, then store it in one transaction: all or nothing.
+
+    Validation happens before the transaction opens, so the write lock (which every worker's
+    heartbeat needs too) is held only for the inserts themselves."""
+    batches = list(parse_job_batches(lines))
+    return store.enqueue_batches(batches, settings.max_retries, now_ms())
 
 
 def get_job(store: Store, job_id: str) -> Job:

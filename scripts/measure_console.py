@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 
 from queuectl_tui.config import Settings
-from queuectl_tui.models import JobSpec, JobState, Outcome
+from queuectl_tui.models import JobSpec, JobState, Outcome, Worker, WorkerStatus
 from queuectl_tui.store import Settlement, SQLiteStore
 from queuectl_tui.timeutil import now_ms
 from queuectl_tui.tui.app import QueueConsole
@@ -34,6 +34,24 @@ def seed(store: SQLiteStore, jobs: int) -> None:
         batch = [JobSpec(f"job-{n:07d}", f"echo job {n}") for n in numbers]
         store.enqueue_many(batch, 3, now_ms())
     finished_at = now_ms() - 14 * 60_000
+    moment = now_ms()
+    store.register_workers(
+        [
+            Worker(
+                "seed-worker",
+                "seed",
+                1,
+                "seed",
+                WorkerStatus.IDLE,
+                moment,
+                moment,
+                None,
+                None,
+                0,
+                0,
+            )
+        ]
+    )
     for number in range(min(ATTEMPTS, jobs)):
         job = store.claim("seed-worker", 1, now_ms())
         if job is None:

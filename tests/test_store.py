@@ -18,6 +18,9 @@ CAP = 3600.0
 
 
 def claim(store: SQLiteStore, worker: str = "w1", now: int = NOW):
+    """Claim as `worker`, registering it first if it is not an active worker yet."""
+    if worker not in {w.id for w in store.list_workers(active_only=True)}:
+        register(store, worker, now=now)
     return store.claim(worker, 4242, now)
 
 
@@ -208,8 +211,29 @@ def test_recovery_leaves_jobs_of_live_workers_alone(store: SQLiteStore) -> None:
 
 def test_orphans_of_unknown_workers_are_recovered(store: SQLiteStore) -> None:
     store.enqueue(spec(id="a"), 3, NOW)
-    claim(store, "never-registered")
+    claim(store, "vanished")
+    store._conn.execute("DELETE FROM workers WHERE id = 'vanished'")
     assert [j.id for j in store.recover_orphans([], BASE, CAP, NOW + 1)] == ["a"]
+
+
+def test_a_worker_declared_lost_claims_nothing(store: SQLiteStore) -> None:
+    register(store, "w1")
+    store.enqueue(spec(id="a"), 3, NOW)
+    store.enqueue(spec(id="b"), 3, NOW)
+    first = store.claim("w1", 1, NOW)
+    store.recover_orphans(["w1"], BASE, CAP, NOW + 1)  # another pool thinks it died
+    assert store.claim("w1", 1, NOW + 2) is None
+    late = settle(store, first, claim_next=True)
+    assert late.state is None and late.next_job is None
+    assert store.counts()[JobState.PROCESSING] == 0
+    register(store, "w1", now=NOW + 3)  # its pool registers it again
+    assert store.claim("w1", 1, NOW + 4) is not None
+
+
+def test_an_unregistered_worker_claims_nothing(store: SQLiteStore) -> None:
+    store.enqueue(spec(id="a"), 3, NOW)
+    assert store.claim("stranger", 1, NOW) is None
+    assert store.get("a").state is JobState.PENDING
 
 
 def test_cancelled_run_returns_to_pending_without_spending_an_attempt(store: SQLiteStore) -> None:
@@ -265,7 +289,7 @@ def test_counts_follow_every_transition(store: SQLiteStore) -> None:
         JobState.DEAD: 1,
     }
     queue = store.queue_counts()
-    assert queue.total == 5 and queue.active_workers == 0
+    assert queue.total == 5 and queue.active_workers == 1  # w1, registered by claim()
 
 
 def test_keyset_paging_and_filters(store: SQLiteStore) -> None:
@@ -378,3 +402,12 @@ def test_a_repeat_across_batches_names_the_id(store: SQLiteStore) -> None:
         store.enqueue_batches([[spec(id="same")], [spec(id="other"), spec(id="same")]], 3, NOW)
     assert raised.value.job_id == "same"
     assert store.list_jobs() == []
+
+
+def test_a_stored_id_in_a_later_batch_is_the_one_named(store: SQLiteStore) -> None:
+    store.enqueue(spec(id="x"), 3, NOW)
+    batches = [[spec(id=f"a{i}") for i in range(100)], [spec(id="b"), spec(id="x")]]
+    with pytest.raises(DuplicateJobError) as raised:
+        store.enqueue_batches(batches, 3, NOW)
+    assert raised.value.job_id == "x"
+    assert [job.id for job in store.list_jobs()] == ["x"]

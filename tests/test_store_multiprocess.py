@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from queuectl_tui.models import JobState
+from queuectl_tui.models import JobState, Worker, WorkerStatus
 from queuectl_tui.store import SQLiteStore
 from queuectl_tui.timeutil import now_ms
 
@@ -20,6 +20,10 @@ PROCESSES = 4
 
 def _claim_until_empty(path: str, worker: str, start, results) -> None:
     store = SQLiteStore(path)
+    now = now_ms()
+    store.register_workers(
+        [Worker(worker, "p", 1, "h", WorkerStatus.IDLE, now, now, None, None, 0, 0)]
+    )
     start.wait()
     claimed = []
     while True:

@@ -47,6 +47,9 @@ def retry(
 ) -> None:
     """Return dead jobs to pending with a fresh retry budget (history is kept).
 
+    Every named job that is dead is retried; if any other is named (not dead, or unknown),
+    that is reported and the exit code is 1.
+
     Example: queuectl dlq retry job1
     """
     if bool(job_ids) == retry_all:

@@ -72,7 +72,8 @@ def enqueue(
             print_json({"created": result.created, "existing": result.existing})
         elif not quiet:
             skipped = f" ({result.existing} skipped: idempotency key already used)"
-            print(f"Enqueued {result.created} jobs" + (skipped if result.existing else ""))
+            noun = "job" if result.created == 1 else "jobs"
+            print(f"Enqueued {result.created} {noun}" + (skipped if result.existing else ""))
         return
     assert job_json is not None
     spec = service.parse_job_json(job_json)

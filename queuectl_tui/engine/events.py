@@ -16,6 +16,8 @@ from abc import ABC, abstractmethod
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
+from ..display import printable
+
 LOGGER_NAME = "queuectl"
 _root = logging.getLogger(LOGGER_NAME)
 log = logging.getLogger(LOGGER_NAME + ".engine")
@@ -32,9 +34,13 @@ def _timestamp(created: float) -> str:
 
 
 def _short(value: Any) -> Any:
-    if isinstance(value, str) and len(value) > _MAX_VALUE:
-        return value[: _MAX_VALUE - 1] + "…"
-    return value
+    """Strings shortened, with control characters (C1 and bidi-unsafe ones included) shown
+    as escapes: a command or an error must not drive the terminal that tails the log."""
+    if not isinstance(value, str):
+        return value
+    if len(value) > _MAX_VALUE:
+        value = value[: _MAX_VALUE - 1] + "…"
+    return printable(value)
 
 
 def _human_value(value: Any) -> str:

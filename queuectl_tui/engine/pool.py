@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..config import Settings
-from ..models import ACTIVE_WORKER_STATUSES, JobState, Worker, WorkerStatus
+from ..models import ACTIVE_WORKER_STATUSES, Job, JobState, Worker, WorkerStatus
 from ..store import Store, StoreError, open_store
 from ..timeutil import human_seconds, now_ms, to_iso
 from . import events
@@ -77,12 +77,28 @@ def pid_alive(pid: int) -> bool:
 
 def worker_is_running(worker: Worker, stale_after_s: float, now: int) -> bool:
     """Whether an active worker row belongs to a live pool: on this host its process must
-    exist; elsewhere its heartbeat must be fresh."""
+    exist (and not be a newer process that reused the pid); elsewhere its heartbeat must be
+    fresh."""
     if worker.status not in ACTIVE_WORKER_STATUSES:
         return False
     if worker.host == socket.gethostname():
-        return pid_alive(worker.pid)
+        return pid_alive(worker.pid) and not started_after(worker.pid, worker.started_at)
     return now - worker.last_heartbeat <= stale_after_s * 1000
+
+
+def started_after(pid: int, moment_ms: int) -> bool:
+    """True if process `pid` started more than a second after `moment_ms` (epoch ms): a pid
+    reused by a newer process. False when unknown (no /proc)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+        with open("/proc/stat", "rb") as handle:
+            boot = next(int(line.split()[1]) for line in handle if line.startswith(b"btime "))
+    except (OSError, StopIteration, ValueError):
+        return False
+    ticks = int(stat[stat.rfind(b")") + 2 :].split()[19])  # field 22: start time since boot
+    started_ms = (boot + ticks / os.sysconf("SC_CLK_TCK")) * 1000
+    return started_ms > moment_ms + 1000
 
 
 class Pool:
@@ -318,8 +334,15 @@ class Pool:
         for worker in active:
             if worker.id in mine:
                 continue
-            if worker.host == self.host and (worker.pid == self.pid or not pid_alive(worker.pid)):
-                reason = f"process {worker.pid} is gone"
+            if worker.host == self.host:
+                # Here the process table is the truth: a live pool whose heartbeat lags behind
+                # a long write (a huge bulk enqueue holds the lock) is not lost.
+                if worker.pid != self.pid and pid_alive(worker.pid):
+                    if not started_after(worker.pid, worker.started_at):
+                        continue
+                    reason = f"process {worker.pid} is a new process (the pid was reused)"
+                else:
+                    reason = f"process {worker.pid} is gone"
             elif now - worker.last_heartbeat > stale_ms:
                 silent = human_seconds((now - worker.last_heartbeat) / 1000)
                 reason = f"no heartbeat for {silent}"
@@ -345,7 +368,9 @@ class Pool:
             fields: dict[str, object] = {"job": job.id, "state": job.state.value}
             # The lost run may still be running here, orphaned: stop it before the job runs
             # again, so two runs of one job never overlap on this host.
-            fields["stopped_processes"] = stop_lost_run(job.id, job.runs) or None
+            lost_by = self._lost_worker(store, job)
+            if lost_by is not None:
+                fields["stopped_processes"] = stop_lost_run(job.id, job.runs, lost_by) or None
             if job.state is JobState.FAILED:
                 fields["run_at"] = to_iso(job.run_at)
                 if self.ctx is not None and self.ctx.watcher is not None:
@@ -353,6 +378,15 @@ class Pool:
             events.event("recovered", **fields, error=job.last_error)
             if job.state is JobState.DEAD:
                 events.event("dead", job=job.id, attempts=job.attempts, error=job.last_error)
+
+    @staticmethod
+    def _lost_worker(store: Store, job: Job) -> str | None:
+        """The worker of the run just recorded as lost (the job row no longer names it)."""
+        try:
+            history = store.attempts(job.id)
+        except StoreError:
+            return None
+        return history[-1].worker_id if history else None
 
     # -- stopping ----------------------------------------------------------------------------
     def _check_stop_request(self, store: Store) -> None:

@@ -28,6 +28,9 @@ _READABLE = select.POLLIN | select.POLLHUP | select.POLLERR
 _DRAIN_AFTER_KILL = 0.5
 # Without pidfd support the shell's exit is polled at this interval.
 _EXIT_POLL = 0.05
+# How soon a running job notices cancel() from another thread (a forced shutdown), so that a
+# command that ignores SIGTERM still gets SIGKILL after the grace period.
+_CANCEL_CHECK = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +111,8 @@ class Execution:
 
     # -- control from other threads ----------------------------------------------------------
     def cancel(self) -> None:
-        """Stop the run: TERM to the group now; `run()` sends KILL after the grace period."""
+        """Stop the run: TERM to the group now; `run()` notices within _CANCEL_CHECK seconds
+        and sends KILL after the grace period."""
         self._cancelled.set()
         self._signal_group(signal.SIGTERM)
 
@@ -200,7 +204,7 @@ class Execution:
                     drain_until = now + _DRAIN_AFTER_KILL
                 if exited and drain_until is not None and now >= drain_until:
                     break  # whatever still holds the pipe left our group; stop waiting
-                wait = _EXIT_POLL if pidfd is None and not exited else 3600.0
+                wait = _EXIT_POLL if pidfd is None and not exited else _CANCEL_CHECK
                 for moment in (deadline if reason is None else None, kill_at, drain_until):
                     if moment is not None:
                         wait = min(wait, moment - now)
@@ -318,16 +322,18 @@ def _live_member_in_proc(pgid: int) -> bool:
     return False
 
 
-def stop_lost_run(job_id: str, attempt: int) -> int:
+def stop_lost_run(job_id: str, attempt: int, worker_id: str) -> int:
     """Kill this host's processes of one run of a job that was recovered from a lost worker
     (a pool killed with SIGKILL cannot stop its commands, which live in their own sessions).
 
-    They are found by the environment every run carries, which names the job and the run, so
-    neither a later run of the same job nor any other process matches. Returns how many
-    processes were killed."""
+    They are found by the environment every run carries, which names the job, the run and the
+    worker (host, pool pid and number), so neither a later run of the same job, nor a job of
+    the same id in another queue, nor any other process matches. Returns how many processes
+    were killed."""
     wanted = {
         f"QUEUECTL_JOB_ID={job_id}".encode(),
         f"QUEUECTL_ATTEMPT={attempt}".encode(),
+        f"QUEUECTL_WORKER={worker_id}".encode(),
     }
     killed: set[int] = set()
     for _ in range(3):  # again, in case one forked while it was being killed
@@ -363,7 +369,7 @@ def _environment(pid: int) -> set[bytes]:
 _base_environment: dict[str, str] | None = None
 
 
-def job_environment(job_id: str, attempt: int) -> dict[str, str]:
+def job_environment(job_id: str, attempt: int, worker_id: str) -> dict[str, str]:
     """The pool's environment plus the job's identity. The pool's environment is read once:
     decoding os.environ for every job cost a busy pool 5% of its time."""
     global _base_environment
@@ -372,4 +378,5 @@ def job_environment(job_id: str, attempt: int) -> dict[str, str]:
     env = _base_environment.copy()
     env["QUEUECTL_JOB_ID"] = job_id
     env["QUEUECTL_ATTEMPT"] = str(attempt)
+    env["QUEUECTL_WORKER"] = worker_id
     return env

@@ -199,15 +199,16 @@ class ChangeWatcher(threading.Thread):
             os.write(self._notify_w, b"x")
 
     def run(self) -> None:
+        store: Store | None = None
         try:
             store = self._open_store()
-        except StoreError as error:
-            events.event("wake watcher failed", level=30, error=str(error))
-            return
-        try:
             self._loop(store)
+        except StoreError as error:
+            # Workers still find work on their own every IDLE_RECHECK seconds.
+            events.event("wake watcher failed", level=30, error=str(error))
         finally:
-            store.close()
+            if store is not None:
+                store.close()
             if self._inotify is not None:
                 self._inotify.close()
             os.close(self._notify_r)

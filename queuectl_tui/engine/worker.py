@@ -179,7 +179,7 @@ class WorkerThread(threading.Thread):
             timeout=job.timeout or settings.job_timeout,
             output_limit=settings.output_limit,
             kill_grace=settings.kill_grace,
-            env=job_environment(job.id, job.runs),
+            env=job_environment(job.id, job.runs, self.worker_id),
         )
         # Published before the check: a forced shutdown that starts in between either sees
         # this execution or is seen here.

@@ -118,6 +118,14 @@ def worker_from_row(row: Sequence[Any]) -> Worker:
     return Worker(row[0], row[1], row[2], row[3], WorkerStatus(row[4]), *row[5:])
 
 
+class _RepeatedId(Exception):
+    """An id of a bulk insert exists already; carries the batches to find which one."""
+
+    def __init__(self, batches: Sequence[Sequence[JobSpec]]) -> None:
+        super().__init__("repeated id")
+        self.batches = batches
+
+
 def _count_inserted(conn: sqlite3.Connection, created: int) -> None:
     """New jobs are pending; their counter is kept here rather than by a per-row trigger."""
     if created:
@@ -177,6 +185,8 @@ class SQLiteStore(Store):
             self._configure()
             self._migrate()
         except sqlite3.DatabaseError as error:
+            if hasattr(self, "_conn"):
+                self._conn.close()  # a connection to a file that is not a database
             raise StoreError(f"cannot open database {self.location}: {error}") from None
 
     # -- connection --------------------------------------------------------------------------
@@ -221,40 +231,45 @@ class SQLiteStore(Store):
 
         BEGIN IMMEDIATE takes SQLite's single write lock before anything is read, so a
         read-then-update inside `body` cannot interleave with any other writer, in this
-        process or another. A lock held beyond the busy timeout is retried with backoff;
-        nothing is committed until COMMIT succeeds, so a retry can never duplicate work."""
-        delay = 0.005
-        deadline = time.monotonic() + self._lock_retry_seconds
+        process or another. Only taking the lock is retried (with backoff, beyond the busy
+        timeout): `body` runs once, and any failure after it started rolls everything back."""
         with self._lock, self._write_lock:
             conn = self._conn
             if durable:
                 conn.execute("PRAGMA synchronous = FULL")
             try:
-                while True:
-                    try:
-                        conn.execute("BEGIN IMMEDIATE")
-                        try:
-                            result = body(conn)
-                            conn.execute("COMMIT")
-                            return result
-                        except BaseException:
-                            if conn.in_transaction:
-                                conn.execute("ROLLBACK")
-                            raise
-                    except sqlite3.OperationalError as error:
-                        if not _is_locked(error):
-                            raise StoreError(f"database error: {error}") from None
-                        if time.monotonic() >= deadline:
-                            raise StoreBusyError(
-                                f"the database {self.location} stayed locked for "
-                                f"{self._lock_retry_seconds:.0f} s"
-                            ) from None
-                        log.warning("database locked, retrying in %.0f ms", delay * 1000)
-                        time.sleep(delay)
-                        delay = min(delay * 2, 1.0)
+                self._begin_immediate(conn)
+                try:
+                    result = body(conn)
+                    conn.execute("COMMIT")
+                    return result
+                except sqlite3.OperationalError as error:
+                    raise StoreError(f"database error: {error}") from None
+                finally:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
             finally:
                 if durable:
                     conn.execute("PRAGMA synchronous = NORMAL")
+
+    def _begin_immediate(self, conn: sqlite3.Connection) -> None:
+        delay = 0.005
+        deadline = time.monotonic() + self._lock_retry_seconds
+        while True:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as error:
+                if not _is_locked(error):
+                    raise StoreError(f"database error: {error}") from None
+                if time.monotonic() >= deadline:
+                    raise StoreBusyError(
+                        f"the database {self.location} stayed locked for "
+                        f"{self._lock_retry_seconds:.0f} s"
+                    ) from None
+                log.warning("database locked, retrying in %.0f ms", delay * 1000)
+                time.sleep(delay)
+                delay = min(delay * 2, 1.0)
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
@@ -303,7 +318,7 @@ class SQLiteStore(Store):
     ) -> BulkEnqueueResult:
         # Each batch travels as one JSON text that SQLite unpacks itself (three times faster
         # than binding rows from Python), and is inserted on a helper thread: SQLite releases
-        # the GIL while it works, so the caller validates the next batch meanwhile.
+        # the GIL while it works, so the next batch is produced and encoded meanwhile.
         def body(conn: sqlite3.Connection) -> BulkEnqueueResult:
             taken: list[Sequence[JobSpec]] = []
             created = 0
@@ -322,7 +337,7 @@ class SQLiteStore(Store):
                     if running is not None:
                         created, running = created + running.result(), None
                 except sqlite3.IntegrityError:
-                    raise DuplicateJobError(self._existing_id(conn, taken)) from None
+                    raise _RepeatedId(taken) from None
                 finally:
                     if running is not None:  # the input failed: let the insert end first
                         running.exception()
@@ -330,16 +345,18 @@ class SQLiteStore(Store):
             offered = sum(len(batch) for batch in taken)
             return BulkEnqueueResult(created=created, existing=offered - created)
 
-        return self._write(body, durable=True)
+        try:
+            return self._write(body, durable=True)
+        except _RepeatedId as repeated:  # looked up after the rollback, against stored jobs
+            raise DuplicateJobError(self._existing_id(repeated.batches)) from None
 
     @staticmethod
     def _insert_batch(conn: sqlite3.Connection, payload: str, now: int, max_retries: int) -> int:
         return conn.execute(_BULK_INSERT_SQL, (payload, now, max_retries)).rowcount
 
-    @staticmethod
-    def _existing_id(conn: sqlite3.Connection, batches: Sequence[Sequence[JobSpec]]) -> str:
+    def _existing_id(self, batches: Sequence[Sequence[JobSpec]]) -> str:
         """Which id made a batch insert fail: one repeated in the input, or one already stored
-        (only called on that rare path, inside the failed transaction)."""
+        (only called on that rare path, after the failed transaction was rolled back)."""
         ids = [spec.id for batch in batches for spec in batch]
         seen: set[str] = set()
         for job_id in ids:
@@ -347,11 +364,11 @@ class SQLiteStore(Store):
                 return job_id
             seen.add(job_id)
         for chunk in _chunks(ids):
-            row = conn.execute(
+            rows = self._read(
                 f"SELECT id FROM jobs WHERE id IN ({_placeholders(len(chunk))}) LIMIT 1", chunk
-            ).fetchone()
-            if row is not None:
-                return row[0]
+            )
+            if rows:
+                return rows[0][0]
         return ids[0] if ids else ""
 
     def get(self, job_id: str) -> Job | None:
@@ -483,6 +500,13 @@ class SQLiteStore(Store):
     # -- the engine's protocol ------------------------------------------------------------------
     @staticmethod
     def _take_next(conn: sqlite3.Connection, worker_id: str, pid: int, now: int) -> Job | None:
+        # A worker another pool has declared lost must not take work: its jobs would be
+        # orphans at once, recovered and run again while it still runs them.
+        active = conn.execute(
+            f"SELECT 1 FROM workers WHERE id = ? AND status IN {_ACTIVE}", (worker_id,)
+        ).fetchone()
+        if active is None:
+            return None
         row = conn.execute(_CLAIM_SQL, (worker_id, pid, now, now, now)).fetchone()
         return None if row is None else job_from_row(row)
 

@@ -62,6 +62,7 @@ def _job(
 
 def seed_demo(store: Store, now: int = DEMO_NOW) -> None:
     """Fill an empty store with the demo queue as it looks at `now`."""
+    _workers(store, now)  # only registered workers may claim; set again below as they end up
     t = now - 14 * MINUTE
     # Completed work spread over the last quarter hour, for the throughput sparkline.
     for index in range(24):

@@ -350,3 +350,13 @@ def test_pool_refuses_a_database_folder_that_does_not_exist(tmp_path: Path) -> N
     assert result.returncode == 1
     assert result.stderr.startswith("Error: ")
     assert "Traceback" not in result.stderr
+
+
+def test_a_reused_pid_is_told_apart_from_the_worker_that_had_it() -> None:
+    import os
+
+    from queuectl_tui.engine.pool import started_after
+    from queuectl_tui.timeutil import now_ms
+
+    assert started_after(os.getpid(), 0)  # this process started long after 1970
+    assert not started_after(os.getpid(), now_ms())  # ... and before now

@@ -46,8 +46,9 @@ def test_nonzero_exit_and_missing_command_fail() -> None:
 
 
 def test_job_sees_its_id_and_attempt() -> None:
-    result = run('echo "$QUEUECTL_JOB_ID/$QUEUECTL_ATTEMPT"', env=job_environment("j-7", 3))
-    assert result.output == "j-7/3\n"
+    env = job_environment("j-7", 3, "h:1:1")
+    result = run('echo "$QUEUECTL_JOB_ID/$QUEUECTL_ATTEMPT/$QUEUECTL_WORKER"', env=env)
+    assert result.output == "j-7/3/h:1:1\n"
 
 
 def test_timeout_kills_the_whole_group_including_grandchildren(tmp_path: Path) -> None:
@@ -132,15 +133,18 @@ def test_cancel_before_start_runs_nothing(tmp_path: Path) -> None:
 
 
 def test_stop_lost_run_kills_only_that_run_of_that_job() -> None:
-    later_run = subprocess.Popen(["sleep", "30"], env=job_environment("job-x", 2))
-    other_job = subprocess.Popen(["sleep", "30"], env=job_environment("job-x2", 1))
+    later_run = subprocess.Popen(["sleep", "30"], env=job_environment("job-x", 2, "h:1:1"))
+    other_job = subprocess.Popen(["sleep", "30"], env=job_environment("job-x2", 1, "h:1:1"))
+    # The same job id and run in another queue, run by another pool's worker.
+    other_queue = subprocess.Popen(["sleep", "30"], env=job_environment("job-x", 2, "h:2:1"))
     try:
-        assert stop_lost_run("job-x", 1) == 0
-        assert stop_lost_run("job-x", 2) == 1
+        assert stop_lost_run("job-x", 1, "h:1:1") == 0
+        assert stop_lost_run("job-x", 2, "h:1:1") == 1
         assert later_run.wait(timeout=5) == -9
         assert other_job.poll() is None
+        assert other_queue.poll() is None
     finally:
-        for proc in (later_run, other_job):
+        for proc in (later_run, other_job, other_queue):
             proc.kill()
             proc.wait()
 
@@ -165,3 +169,12 @@ def test_a_shell_that_cannot_start_is_a_failed_attempt(monkeypatch) -> None:
     monkeypatch.setattr(spawn, "SHELL", "/nonexistent/sh")
     result = run("true")
     assert result.outcome is Outcome.FAILED and "could not start" in (result.error or "")
+
+
+def test_cancel_kills_a_command_that_ignores_sigterm() -> None:
+    execution = Execution('trap "" TERM; sleep 30', timeout=60, output_limit=1000, kill_grace=0.3)
+    threading.Timer(0.3, execution.cancel).start()
+    started = time.monotonic()
+    result = execution.run()
+    assert result.outcome is Outcome.CANCELLED
+    assert time.monotonic() - started < 5  # TERM ignored, KILL after the grace period

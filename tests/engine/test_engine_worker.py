@@ -72,10 +72,10 @@ def test_a_bug_in_a_worker_fails_the_job_and_the_worker_is_replaced(
 ) -> None:
     real = worker.job_environment
 
-    def faulty(job_id: str, attempt: int) -> dict[str, str]:
+    def faulty(job_id: str, attempt: int, worker_id: str) -> dict[str, str]:
         if job_id == "boom":
             raise RuntimeError("injected fault")
-        return real(job_id, attempt)
+        return real(job_id, attempt, worker_id)
 
     monkeypatch.setattr(worker, "job_environment", faulty)
     pool = InProcessPool(database, count=2)
