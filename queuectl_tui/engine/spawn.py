@@ -10,9 +10,12 @@ from __future__ import annotations
 import fcntl
 import os
 import subprocess
+import sys
 from collections.abc import Mapping
 
 SHELL = "/bin/sh"
+# posix_spawn with a new session needs glibc's POSIX_SPAWN_SETSID; elsewhere Popen does it.
+_POSIX_SPAWN_SETSID = sys.platform.startswith("linux") and hasattr(os, "posix_spawn")
 
 _devnull_fd: int | None = None
 
@@ -82,20 +85,19 @@ def spawn_shell(command: str, env: Mapping[str, str]) -> Child:
     read_fd, write_fd = os.pipe()  # both ends close-on-exec (PEP 446)
     read_fd, write_fd = _above_stdio(read_fd), _above_stdio(write_fd)
     try:
-        try:
-            pid = os.posix_spawn(
-                SHELL,
-                [SHELL, "-c", command],
-                env,
-                file_actions=[
-                    (os.POSIX_SPAWN_DUP2, _devnull(), 0),
-                    (os.POSIX_SPAWN_DUP2, write_fd, 1),
-                    (os.POSIX_SPAWN_DUP2, write_fd, 2),
-                ],
-                setsid=True,
-            )
-        except (AttributeError, NotImplementedError, TypeError):
+        if not _POSIX_SPAWN_SETSID:
             return _popen(command, env, read_fd, write_fd)
+        pid = os.posix_spawn(
+            SHELL,
+            [SHELL, "-c", command],
+            env,
+            file_actions=[
+                (os.POSIX_SPAWN_DUP2, _devnull(), 0),
+                (os.POSIX_SPAWN_DUP2, write_fd, 1),
+                (os.POSIX_SPAWN_DUP2, write_fd, 2),
+            ],
+            setsid=True,
+        )
     except BaseException:
         os.close(read_fd)
         raise

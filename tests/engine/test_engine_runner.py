@@ -178,3 +178,12 @@ def test_cancel_kills_a_command_that_ignores_sigterm() -> None:
     result = execution.run()
     assert result.outcome is Outcome.CANCELLED
     assert time.monotonic() - started < 5  # TERM ignored, KILL after the grace period
+
+
+def test_the_popen_fallback_runs_jobs_the_same_way(monkeypatch) -> None:
+    from queuectl_tui.engine import spawn
+
+    monkeypatch.setattr(spawn, "_POSIX_SPAWN_SETSID", False)
+    result = run("echo out; echo err >&2; ls /proc/$$/fd; exit 4")
+    assert result.outcome is Outcome.FAILED and result.exit_code == 4
+    assert result.output.split() == ["out", "err", "0", "1", "2"]
