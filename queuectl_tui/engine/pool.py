@@ -22,7 +22,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from ..models import ACTIVE_WORKER_STATUSES, Job, JobState, Worker, WorkerStatus
 from ..store import Store, StoreError, open_store
 from ..timeutil import human_seconds, now_ms, to_iso
 from . import events
+from .retry import retry_store_call
 from .runner import stop_lost_run
 from .wake import ChangeWatcher, WakeBoard
 from .worker import PoolContext, WorkerThread
@@ -256,7 +256,7 @@ class Pool:
             jobs_done=0,
             jobs_failed=0,
         )
-        self._store_call(store, "register a worker", lambda: store.register_workers([row]))
+        retry_store_call("register a worker", lambda: store.register_workers([row]))
         thread = WorkerThread(worker_id, self.ctx)
         self.workers.append(thread)
         thread.start()
@@ -314,8 +314,8 @@ class Pool:
                     stopped_at=None,
                     current_job=job,
                 )
-                self._store_call(
-                    store, "re-register a worker", lambda r=revived: store.register_workers([r])
+                retry_store_call(
+                    "re-register a worker", lambda r=revived: store.register_workers([r])
                 )
 
     # -- recovery ----------------------------------------------------------------------------
@@ -442,20 +442,6 @@ class Pool:
             uptime=human_seconds((now_ms() - self.started_at) / 1000),
         )
         return EXIT_FORCED if forced else EXIT_OK
-
-    @staticmethod
-    def _store_call(store: Store, what: str, call: Callable[[], object]) -> None:
-        delay = 0.05
-        while True:
-            try:
-                call()
-                return
-            except StoreError as error:
-                events.event(
-                    "database error, retrying", level=logging.WARNING, action=what, error=str(error)
-                )
-                time.sleep(delay)
-                delay = min(delay * 2, 5.0)
 
 
 def run_pool(settings: Settings, options: PoolOptions) -> int:

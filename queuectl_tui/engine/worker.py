@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -21,14 +20,13 @@ from ..models import Job, JobState, Outcome, WorkerStatus
 from ..store import Settlement, SettleResult, Store, StoreError
 from ..timeutil import now_ms, to_iso
 from . import events
+from .retry import retry_store_call
 from .runner import Execution, job_environment
 from .wake import ChangeWatcher, WakeBoard
 
 # An idle worker looks for work on its own this often even if nothing woke it: a safety net
 # under the watcher, not the way work is normally found.
 IDLE_RECHECK = 5.0
-_RETRY_FIRST = 0.05
-_RETRY_MAX = 5.0
 
 T = TypeVar("T")
 
@@ -245,23 +243,8 @@ class WorkerThread(threading.Thread):
     ) -> T | None:
         """Run a store call until it succeeds. Returns None only if the pool stops meanwhile
         and giving up is allowed (never for settlements, which must not be lost)."""
-        delay = _RETRY_FIRST
-        while True:
-            try:
-                return call()
-            except StoreError as error:
-                events.event(
-                    "database error, retrying",
-                    level=logging.WARNING,
-                    worker=self.worker_id,
-                    action=what,
-                    retry_in_s=round(delay, 2),
-                    error=str(error),
-                )
-            if give_up_when_stopping and self.ctx.draining.is_set():
-                return None
-            time.sleep(delay)
-            delay = min(delay * 2, _RETRY_MAX)
+        give_up = self.ctx.draining.is_set if give_up_when_stopping else None
+        return retry_store_call(what, call, give_up, worker=self.worker_id)
 
     def _mark_stopped(self, store: Store) -> None:
         try:
