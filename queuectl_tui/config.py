@@ -282,7 +282,3 @@ def _write_atomically(path: Path, text: str) -> None:
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
-
-
-def setting_names() -> list[str]:
-    return [spec.cli_name for spec in SETTINGS]

@@ -71,11 +71,6 @@ def parse_job_batches(
         yield specs
 
 
-def parse_job_lines(lines: Iterable[str]) -> list[JobSpec]:
-    """Every job of a JSON Lines input, validated (see parse_job_batches)."""
-    return [spec for batch in parse_job_batches(lines) for spec in batch]
-
-
 def _decode(chunk: list[tuple[int, str]]) -> list[object]:
     try:  # one C-level parse of the whole chunk; per-line parsing only to locate an error
         objects = json.loads("[" + ",".join(line for _, line in chunk) + "]")
@@ -173,8 +168,8 @@ __all__ = [
     "enqueue_many",
     "get_job",
     "open_queue",
+    "parse_job_batches",
     "parse_job_json",
-    "parse_job_lines",
     "queue_stats",
     "request_stop",
     "retry_dead",

@@ -64,10 +64,6 @@ class WakeBoard:
         self._capacity = max(1, capacity)
         self._closed = False
 
-    def resize(self, capacity: int) -> None:
-        with self._cond:
-            self._capacity = max(1, capacity)
-
     @property
     def idle_workers(self) -> int:
         return self._waiting
