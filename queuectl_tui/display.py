@@ -24,6 +24,8 @@ def printable(text: str | None, single_line: bool = False) -> str:
     With `single_line`, newlines and tabs are shown as `\\n` and `\\t` too."""
     if not text:
         return ""
+    if text.isprintable():
+        return text  # the common case: no control, format or separator character at all
     safe = _CONTROL.sub(_escape, text)
     if single_line:
         safe = safe.replace("\n", "\\n").replace("\t", "\\t")

@@ -11,9 +11,10 @@ import contextlib
 import json
 import logging
 import sys
+import threading
 import time
 from abc import ABC, abstractmethod
-from datetime import datetime, timezone
+from collections.abc import Iterator
 from typing import Any, TextIO
 
 from ..display import printable
@@ -27,10 +28,18 @@ log = logging.getLogger(LOGGER_NAME + ".engine")
 _MAX_VALUE = 200
 
 
+_second_text: tuple[int, str] = (-1, "")
+
+
 def _timestamp(created: float) -> str:
-    # Microseconds, so that pickup latency can be measured from the log itself.
-    moment = datetime.fromtimestamp(created, tz=timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # Microseconds, so that pickup latency can be measured from the log itself. The part up
+    # to the second is formatted once per second: a busy pool logs thousands of lines in it.
+    global _second_text
+    second = int(created)
+    if _second_text[0] != second:
+        _second_text = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+    micros = min(int((created - second) * 1_000_000), 999_999)
+    return f"{_second_text[1]}.{micros:06d}Z"
 
 
 def _short(value: Any) -> Any:
@@ -137,6 +146,35 @@ def configure(log_format: str, stream: TextIO | None = None) -> logging.Handler:
     return handler
 
 
+_held = threading.local()  # lines held back by `held_lines()` in this thread
+
+
+@contextlib.contextmanager
+def held_lines() -> Iterator[None]:
+    """Write this thread's event lines in one go when the block ends (a dispatcher turn that
+    settles and starts many jobs), rather than one write each."""
+    _held.lines = []
+    try:
+        yield
+    finally:
+        _release_held()
+        _held.lines = None
+
+
+def _release_held() -> None:
+    lines = getattr(_held, "lines", None)
+    if lines and _root.handlers:
+        _write(_root.handlers[0], "".join(lines))
+        lines.clear()
+
+
+def _write(handler: logging.Handler, text: str) -> None:
+    if isinstance(handler, logging.StreamHandler):
+        with handler.lock or contextlib.nullcontext():
+            handler.stream.write(text)
+            handler.stream.flush()
+
+
 def event(name: str, level: int = logging.INFO, exc_info: bool = False, **fields: Any) -> None:
     """Log one event: `event("claimed", job="a1", worker="host:41:1")`; None fields are left
     out."""
@@ -149,8 +187,11 @@ def event(name: str, level: int = logging.INFO, exc_info: bool = False, **fields
             # The common case, written directly: a LogRecord, the caller lookup and the
             # handler chain cost a busy pool as much as running a trivial job.
             line = formatter.render(name, level, time.time(), fields) + "\n"
-            with handler.lock or contextlib.nullcontext():
-                handler.stream.write(line)
-                handler.stream.flush()
+            held = getattr(_held, "lines", None)
+            if held is not None:
+                held.append(line)
+            else:
+                _write(handler, line)
             return
+    _release_held()  # keep the order of this thread's lines
     log.log(level, name, extra={"event": name, "fields": fields}, exc_info=exc_info)

@@ -1,9 +1,10 @@
-"""A worker pool: N worker threads in one process, plus the pool's own duties.
+"""A worker pool: N workers in one process, plus the pool's own duties.
 
 The main thread registers the workers, then loops over the pool's duties: heartbeats (idle or
 busy), reaping lost workers and recovering their jobs, watching for `queuectl worker stop`,
-replacing a worker that crashed, and reacting to signals. A watcher thread wakes idle workers
-when the database changes (see wake.py).
+replacing the dispatcher if it crashed, and reacting to signals. The dispatcher thread runs
+the workers' jobs (see dispatch.py); a watcher thread rings it when the database changes (see
+wake.py).
 
 Stopping: the first SIGINT/SIGTERM (or a stop request in the database) stops claiming and lets
 running jobs finish; the second kills the running process groups and hands their jobs back
@@ -30,10 +31,10 @@ from ..models import ACTIVE_WORKER_STATUSES, Job, JobState, Worker, WorkerStatus
 from ..store import Store, StoreError, open_store
 from ..timeutil import human_seconds, now_ms, to_iso
 from . import events
+from .dispatch import Dispatcher, PoolContext
 from .retry import retry_store_call
 from .runner import stop_lost_run
-from .wake import ChangeWatcher, WakeBoard
-from .worker import PoolContext, WorkerThread
+from .wake import ChangeWatcher, Doorbell
 
 REAP_INTERVAL = 1.0  # seconds between checks for lost workers
 STOP_CHECK_INTERVAL = 0.5  # seconds between checks for a `worker stop` request
@@ -110,7 +111,7 @@ class Pool:
         self.pid = os.getpid()
         self.pool_id = f"{self.host}:{self.pid}"
         self.started_at = 0
-        self.workers: list[WorkerThread] = []
+        self.dispatcher: Dispatcher | None = None
         self._next_index = 1
         self._signals = 0
         self._stop_reason: str | None = None
@@ -133,11 +134,10 @@ class Pool:
             # Third signal: leave now, taking the running commands down with us. Their jobs
             # stay `processing` under workers whose process is gone; the next pool on this
             # host recovers them at once (the interrupted attempt counts).
-            for worker in self.workers:
-                execution = worker.execution
-                if execution is not None and execution.pid is not None:
-                    with contextlib.suppress(OSError):
-                        os.killpg(execution.pid, signal.SIGKILL)
+            dispatcher = self.dispatcher
+            for pid in dispatcher.running_pids() if dispatcher is not None else []:
+                with contextlib.suppress(OSError):
+                    os.killpg(pid, signal.SIGKILL)
             os.write(2, b"queuectl: exiting immediately\n")
             os._exit(EXIT_FORCED)
         self.request_stop(signal.Signals(signum).name)
@@ -162,22 +162,21 @@ class Pool:
     def _run(self, store: Store) -> int:
         settings = self.settings
         self.started_at = now_ms()
-        board = WakeBoard(self.options.count)
+        doorbell = Doorbell()
         path = settings.database_path
-        watcher = ChangeWatcher(lambda: open_store(path), path, board, self.wake_mode)
+        watcher = ChangeWatcher(lambda: open_store(path), path, doorbell, self.wake_mode)
         self.ctx = ctx = PoolContext(
             settings=settings,
             pid=self.pid,
             open_store=lambda: open_store(path),
-            board=board,
+            doorbell=doorbell,
             watcher=watcher,
         )
         # Predecessors first: a dead pool that had our pid used our worker ids.
         self._reap(store, startup=True)
         with contextlib.suppress(StoreError):
             store.prune_workers(self.started_at - PRUNE_AFTER_MS)
-        for _ in range(self.options.count):
-            self._start_worker(store)
+        dispatcher = self._start_dispatcher(store)
         watcher.start()
         events.event(
             "pool started",
@@ -198,11 +197,11 @@ class Pool:
                     self._begin_stop(store, self._stop_reason or "requested")
                 if self._signals >= 2 and not ctx.forced.is_set():
                     self._force(self._stop_reason or "requested")
-                if ctx.draining.is_set() and not any(w.is_alive() for w in self.workers):
+                if ctx.draining.is_set() and not dispatcher.is_alive():
                     break
                 now = time.monotonic()
-                if not ctx.draining.is_set():
-                    self._replace_crashed(store)
+                if not ctx.draining.is_set() and not dispatcher.is_alive():
+                    dispatcher = self._replace_crashed(store, dispatcher)
                 if now >= next_beat:
                     next_beat = now + settings.heartbeat_interval
                     self._heartbeat(store)
@@ -215,16 +214,17 @@ class Pool:
                         self._check_stop_request(store)
                 wait = min(next_beat, next_reap, next_stop_check) - time.monotonic()
                 if ctx.draining.is_set():
-                    wait = min(wait, 0.05)  # watch the workers finish
+                    wait = min(wait, 0.05)  # watch the dispatcher finish
                 self._sleep(max(0.0, wait))
         finally:
             ctx.draining.set()
-            board.close()
+            doorbell.ring()
             watcher.stop()
-            for worker in self.workers:
-                worker.join(timeout=5)
+            dispatcher.join(timeout=5)
             watcher.join(timeout=2)
             self._mark_all_stopped(store)
+            if not dispatcher.is_alive():
+                doorbell.close()
         return self._finish()
 
     def _sleep(self, seconds: float) -> None:
@@ -238,47 +238,46 @@ class Pool:
                 os.read(self._wake_r, 1024)
 
     # -- workers -----------------------------------------------------------------------------
-    def _start_worker(self, store: Store) -> WorkerThread:
+    def _start_dispatcher(self, store: Store) -> Dispatcher:
         assert self.ctx is not None
-        worker_id = f"{self.pool_id}:{self._next_index}"
-        self._next_index += 1
         now = now_ms()
-        row = Worker(
-            id=worker_id,
-            pool_id=self.pool_id,
-            pid=self.pid,
-            host=self.host,
-            status=WorkerStatus.IDLE,
-            started_at=now,
-            last_heartbeat=now,
-            stopped_at=None,
-            current_job=None,
-            jobs_done=0,
-            jobs_failed=0,
-        )
-        retry_store_call("register a worker", lambda: store.register_workers([row]))
-        thread = WorkerThread(worker_id, self.ctx)
-        self.workers.append(thread)
-        thread.start()
-        return thread
-
-    def _replace_crashed(self, store: Store) -> None:
-        for worker in list(self.workers):
-            if worker.is_alive() or not worker.crashed:
-                continue
-            self.workers.remove(worker)
-            replacement = self._start_worker(store)
-            events.event(
-                "worker replaced",
-                level=logging.WARNING,
-                worker=worker.worker_id,
-                replacement=replacement.worker_id,
+        rows = []
+        for _ in range(self.options.count):
+            rows.append(
+                Worker(
+                    id=f"{self.pool_id}:{self._next_index}",
+                    pool_id=self.pool_id,
+                    pid=self.pid,
+                    host=self.host,
+                    status=WorkerStatus.IDLE,
+                    started_at=now,
+                    last_heartbeat=now,
+                    stopped_at=None,
+                    current_job=None,
+                    jobs_done=0,
+                    jobs_failed=0,
+                )
             )
-            # If the crashed worker could not record its job, the job has no live owner now.
-            self._recover(store, [])
+            self._next_index += 1
+        retry_store_call("register the workers", lambda: store.register_workers(rows))
+        self.dispatcher = Dispatcher([row.id for row in rows], self.ctx)
+        self.dispatcher.start()
+        return self.dispatcher
+
+    def _replace_crashed(self, store: Store, crashed: Dispatcher) -> Dispatcher:
+        """The dispatcher died of a bug: its workers are stopped, and what it could not record
+        is recovered (the failure path) before fresh workers take over."""
+        self._recover(store, [])
+        replacement = self._start_dispatcher(store)
+        for old, new in zip(crashed.worker_ids, replacement.worker_ids, strict=True):
+            events.event("worker replaced", level=logging.WARNING, worker=old, replacement=new)
+        return replacement
 
     def _active_ids(self) -> list[str]:
-        return [w.worker_id for w in self.workers if w.is_alive()]
+        dispatcher = self.dispatcher
+        if dispatcher is None or not dispatcher.is_alive():
+            return []
+        return dispatcher.worker_ids
 
     def _heartbeat(self, store: Store) -> None:
         ids = self._active_ids()
@@ -299,7 +298,7 @@ class Pool:
             # Another pool missed our heartbeats (a stalled host, a long lock) and took our
             # jobs back; carry on under the same ids, marked alive again.
             now = now_ms()
-            status = {w.worker_id: w.current_job for w in self.workers}
+            status = self.dispatcher.current_jobs() if self.dispatcher is not None else {}
             for worker in lost:
                 events.event(
                     "worker declared lost by another pool, re-registering",
@@ -324,7 +323,7 @@ class Pool:
         stale_worker_timeout without a heartbeat) and recover their jobs."""
         now = now_ms()
         stale_ms = int(self.settings.stale_worker_timeout * 1000)
-        mine = {w.worker_id for w in self.workers}
+        mine = set(self.dispatcher.worker_ids if self.dispatcher is not None else [])
         try:
             active = store.list_workers(active_only=True)
         except StoreError as error:
@@ -400,8 +399,9 @@ class Pool:
     def _begin_stop(self, store: Store, reason: str) -> None:
         assert self.ctx is not None
         self.ctx.draining.set()
-        self.ctx.board.close()
-        busy = [(w.worker_id, w.current_job) for w in self.workers if w.current_job]
+        self.ctx.doorbell.ring()
+        jobs = self.dispatcher.current_jobs() if self.dispatcher is not None else {}
+        busy = [(worker_id, job_id) for worker_id, job_id in jobs.items() if job_id]
         events.event(
             "pool stopping",
             reason=reason,
@@ -416,16 +416,15 @@ class Pool:
     def _force(self, reason: str) -> None:
         assert self.ctx is not None
         self.ctx.forced.set()
-        running = [w for w in self.workers if w.execution is not None]
+        self.ctx.doorbell.ring()
+        running = self.dispatcher.running_pids() if self.dispatcher is not None else []
         events.event("pool cancelling running jobs", reason=reason, running_jobs=len(running))
-        for worker in self.workers:
-            worker.cancel_current()
 
     def _mark_all_stopped(self, store: Store) -> None:
         now = now_ms()
-        for worker in self.workers:
+        for worker_id in self.dispatcher.worker_ids if self.dispatcher is not None else []:
             with contextlib.suppress(StoreError):
-                store.set_worker_status(worker.worker_id, WorkerStatus.STOPPED, None, now)
+                store.set_worker_status(worker_id, WorkerStatus.STOPPED, None, now)
 
     def _finish(self) -> int:
         assert self.ctx is not None

@@ -13,13 +13,12 @@ import contextlib
 import os
 import select
 import signal
-import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..models import Outcome
-from .spawn import Child, spawn_shell
+from .spawn import Child, seal_inherited_fds, spawn_shell
 
 _READ_SIZE = 65536
 _READABLE = select.POLLIN | select.POLLHUP | select.POLLERR
@@ -28,9 +27,6 @@ _READABLE = select.POLLIN | select.POLLHUP | select.POLLERR
 _DRAIN_AFTER_KILL = 0.5
 # Without pidfd support the shell's exit is polled at this interval.
 _EXIT_POLL = 0.05
-# How soon a running job notices cancel() from another thread (a forced shutdown), so that a
-# command that ignores SIGTERM still gets SIGKILL after the grace period.
-_CANCEL_CHECK = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,9 +81,13 @@ def describe_exit(code: int) -> str:
     return f"exit code {code}"
 
 
-class Execution:
-    """One run of one command. `run()` blocks in the calling thread; `cancel()` may be called
-    from any other thread to stop the run's process group (a forced shutdown)."""
+class Run:
+    """One run of one command, driven without blocking by a Supervisor's poll loop.
+
+    A run starts, then moves through its phases as the loop reports its descriptors ready and
+    calls `advance()` at the moments it asked for: running (until the shell exits, the deadline
+    passes or it is cancelled), stopping leftovers (TERM to the rest of the group, KILL after
+    the grace period), and draining the pipe. `result` is set when it is over."""
 
     def __init__(
         self,
@@ -102,137 +102,140 @@ class Execution:
         self.timeout = timeout
         self.kill_grace = kill_grace
         self.env = os.environ if env is None else env
-        self.pid: int | None = None
+        self.result: RunResult | None = None
+        self.child: Child | None = None
+        self.pidfd: int | None = None
         self._tail = TailBuffer(output_limit)
-        self._lock = threading.Lock()
-        self._cancelled = threading.Event()
-        self._reaped = False  # guarded by _lock: after reaping, the pid may belong to others
-        self._proc: Child | None = None
-
-    # -- control from other threads ----------------------------------------------------------
-    def cancel(self) -> None:
-        """Stop the run: TERM to the group now; `run()` notices within _CANCEL_CHECK seconds
-        and sends KILL after the grace period."""
-        self._cancelled.set()
-        self._signal_group(signal.SIGTERM)
+        self._deadline = 0.0
+        self._reason: str | None = None  # why the group was stopped early: timeout or cancel
+        self._kill_at: float | None = None  # TERM was sent: the moment to send KILL
+        self._exited = False  # the shell has exited (and is reaped from then on)
+        self._eof = False
+        self._leftovers_until: float | None = None  # group members outlived the shell
+        self._leftover_pause = 0.001
+        self._recheck_at: float | None = None
+        self._drain_until: float | None = None  # after KILL or exit: stop waiting for EOF
+        self._exit_check_at = 0.0  # without a pidfd the exit is polled for
 
     @property
-    def cancelled(self) -> bool:
-        return self._cancelled.is_set()
+    def pid(self) -> int | None:
+        return None if self.child is None else self.child.pid
+
+    @property
+    def done(self) -> bool:
+        return self.result is not None
+
+    def start(self, now: float) -> None:
+        if self.result is not None:
+            return  # cancelled before it started
+        try:
+            child = spawn_shell(self.command, self.env)
+        except OSError as error:
+            error_text = f"could not start /bin/sh: {error}"
+            self.result = RunResult(Outcome.FAILED, None, "", error_text, 0)
+            return
+        self.child = child
+        os.set_blocking(child.output_fd, False)
+        self.pidfd = _open_pidfd(child.pid)
+        self._deadline = now + self.timeout
+        self._exit_check_at = now + _EXIT_POLL
+
+    def cancel(self, now: float) -> None:
+        """Stop the run: TERM to the group now, KILL after the grace period."""
+        if self.result is None and self.child is None:
+            self.result = self._finish("cancel")  # never started
+        elif not self._exited and self._reason is None:
+            self._stop_early("cancel", now)
+
+    # -- driven by the supervisor --------------------------------------------------------------
+    def on_output(self) -> bool:
+        """The pipe is readable (or closed); True once it reached end of file."""
+        if self.child is not None and not self._eof:
+            self._eof = self._drain(self.child.output_fd)
+        return self._eof
+
+    def advance(self, now: float) -> None:
+        """Act on whatever is due: exit, deadline, kill, leftovers, the end of draining."""
+        child = self.child
+        if self.result is not None or child is None:
+            return
+        if not self._exited:
+            if self._reason is None and now >= self._deadline:
+                self._stop_early("timeout", now)
+            if self._kill_at is not None and now >= self._kill_at:
+                self._kill_group(child.pid)
+                self._kill_at = None
+                self._drain_until = now + _DRAIN_AFTER_KILL
+            if not _has_exited(child.pid):
+                self._exit_check_at = now + _EXIT_POLL
+                return
+            self._exited = True
+            # The shell is done; anything left in its group (a background child still holding
+            # the pipe, or one writing elsewhere) is stopped now, while the unreaped shell
+            # still reserves the group id.
+            self._signal_group(signal.SIGTERM)
+            child.wait()
+            self._leftovers_until = now + self.kill_grace
+            self._leftover_pause = 0.001
+        if self._leftovers_until is not None:
+            if _group_exists(child.pid):
+                if now < self._leftovers_until:
+                    self._recheck_at = now + self._leftover_pause
+                    self._leftover_pause = min(self._leftover_pause * 2, 0.05)
+                    return
+                # The shell is reaped, but a live member keeps the group id reserved.
+                self._kill_group(child.pid)
+            self._leftovers_until = self._recheck_at = None
+            if not self._eof:
+                self._eof = self._drain(child.output_fd)
+            if not self._eof and self._drain_until is None:
+                self._drain_until = now + _DRAIN_AFTER_KILL
+        # Whatever still holds the pipe after the drain window left our group: stop waiting.
+        if self._eof or (self._drain_until is not None and now >= self._drain_until):
+            self.result = self._finish(self._reason)
+
+    def wake_at(self) -> float | None:
+        """The next moment `advance()` must run even if no descriptor is ready."""
+        if self.result is not None or self.child is None:
+            return None
+        if self._exited:
+            return self._recheck_at if self._leftovers_until is not None else self._drain_until
+        moment = self._kill_at if self._reason is not None else self._deadline
+        if self.pidfd is None:
+            return self._exit_check_at if moment is None else min(moment, self._exit_check_at)
+        return moment
+
+    def close(self) -> None:
+        """Release the descriptors; if the run is not over, kill its group first."""
+        child = self.child
+        if child is None:
+            return
+        if not self._exited:
+            self._kill_group(child.pid)
+            child.wait()
+            self._exited = True
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+            self.pidfd = None
+        child.close_output()
+        self.child = None
+
+    # -- internals -----------------------------------------------------------------------------
+    def _stop_early(self, reason: str, now: float) -> None:
+        self._reason = reason
+        self._signal_group(signal.SIGTERM)
+        self._kill_at = now + self.kill_grace
 
     def _signal_group(self, sig: int) -> None:
-        with self._lock:
-            if self.pid is None or self._reaped:
-                return
-            # The group id is the shell's pid (start_new_session). While the shell is unreaped
-            # (a zombie at worst), that id cannot be reused, so this never hits a stranger.
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.pid, sig)
+        # The group id is the shell's pid (new session). Until the shell is reaped (a zombie
+        # at worst) that id cannot be reused, so this never hits a stranger.
+        if self.child is not None and self.child.returncode is None:
+            self._kill_group(self.child.pid, sig)
 
-    # -- the run -----------------------------------------------------------------------------
-    def run(self) -> RunResult:
-        try:
-            proc = spawn_shell(self.command, self.env)
-        except OSError as error:
-            return RunResult(Outcome.FAILED, None, "", f"could not start /bin/sh: {error}", 0)
-        with self._lock:
-            self._proc = proc
-            self.pid = proc.pid
-        if self._cancelled.is_set():  # cancelled while starting
-            self._signal_group(signal.SIGTERM)
-        try:
-            reason = self._supervise(proc)
-        finally:
-            proc.close_output()
-        code = proc.returncode
-        output = self._tail.text()
-        if reason is None and self._cancelled.is_set() and code != 0:
-            reason = "cancel"  # cancel() signalled the group before the loop noticed the flag
-        if reason == "timeout":
-            return RunResult(
-                Outcome.TIMEOUT,
-                code,
-                output,
-                f"timed out after {self.timeout:g} s",
-                self._tail.dropped,
-            )
-        if reason == "cancel":
-            return RunResult(
-                Outcome.CANCELLED,
-                code,
-                output,
-                "cancelled by a forced shutdown",
-                self._tail.dropped,
-            )
-        if code == 0:
-            return RunResult(Outcome.COMPLETED, 0, output, None, self._tail.dropped)
-        return RunResult(Outcome.FAILED, code, output, describe_exit(code), self._tail.dropped)
-
-    def _supervise(self, proc: Child) -> str | None:
-        """Pump output until the shell has exited and the pipe is closed; enforce the deadline
-        and cancellation. Returns why the group was stopped early: 'timeout', 'cancel' or None.
-        On return the shell is reaped and nothing is left in its process group."""
-        out_fd = proc.output_fd
-        os.set_blocking(out_fd, False)
-        # select.poll rather than selectors: no descriptor of its own and no Python-level
-        # bookkeeping, which a busy pool pays for on every job.
-        poller = select.poll()
-        poller.register(out_fd, _READABLE)
-        pidfd = _open_pidfd(proc.pid)
-        if pidfd is not None:
-            poller.register(pidfd, _READABLE)
-        deadline = time.monotonic() + self.timeout
-        reason: str | None = None
-        kill_at: float | None = None  # when TERM has been sent: the moment to send KILL
-        drain_until: float | None = None  # after KILL or exit: stop waiting for EOF then
-        exited = False
-        eof = False
-        try:
-            while not (exited and eof):
-                now = time.monotonic()
-                if not exited and reason is None:
-                    if self._cancelled.is_set():
-                        reason = "cancel"
-                    elif now >= deadline:
-                        reason = "timeout"
-                    if reason is not None:
-                        self._signal_group(signal.SIGTERM)
-                        kill_at = now + self.kill_grace
-                if kill_at is not None and now >= kill_at:
-                    self._signal_group(signal.SIGKILL)
-                    kill_at = None
-                    drain_until = now + _DRAIN_AFTER_KILL
-                if exited and drain_until is not None and now >= drain_until:
-                    break  # whatever still holds the pipe left our group; stop waiting
-                wait = _EXIT_POLL if pidfd is None and not exited else _CANCEL_CHECK
-                for moment in (deadline if reason is None else None, kill_at, drain_until):
-                    if moment is not None:
-                        wait = min(wait, moment - now)
-                if self._cancelled.is_set() and reason is None and not exited:
-                    wait = 0
-                for fd, _ in poller.poll(max(0.0, wait) * 1000):
-                    if fd == out_fd:
-                        eof = self._drain(out_fd)
-                        if eof:
-                            poller.unregister(out_fd)
-                    elif not exited:
-                        poller.unregister(fd)
-                if not exited and _has_exited(proc.pid):
-                    exited = True
-                    # The shell is done; anything left in its group (a background child still
-                    # holding the pipe, or one writing elsewhere) is stopped now.
-                    self._stop_leftovers(proc)
-                    if not eof:
-                        eof = self._drain(out_fd)
-                        if not eof and drain_until is None:
-                            drain_until = time.monotonic() + _DRAIN_AFTER_KILL
-        finally:
-            if pidfd is not None:
-                os.close(pidfd)
-            if not exited:  # an exception above: never leave the group running
-                self._signal_group(signal.SIGKILL)
-                self._reap(proc)
-        return reason
+    @staticmethod
+    def _kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, sig)
 
     def _drain(self, fd: int) -> bool:
         """Read what the pipe holds now; True at end of file."""
@@ -247,27 +250,117 @@ class Execution:
                 return True
             self._tail.feed(data)
 
-    def _stop_leftovers(self, proc: Child) -> None:
-        """Called once the shell has exited (still unreaped): TERM the rest of its group, reap
-        the shell, and KILL the group if anything is still in it after the grace period."""
-        pgid = proc.pid
-        self._signal_group(signal.SIGTERM)
-        self._reap(proc)
-        give_up = time.monotonic() + self.kill_grace
-        pause = 0.001
-        while _group_exists(pgid):
-            if time.monotonic() >= give_up:
-                # The shell is reaped, but a live member keeps the group id reserved.
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(pgid, signal.SIGKILL)
-                break
-            time.sleep(pause)
-            pause = min(pause * 2, 0.05)
+    def _finish(self, reason: str | None) -> RunResult:
+        code = None if self.child is None else self.child.returncode
+        output = self._tail.text()
+        dropped = self._tail.dropped
+        if reason == "timeout":
+            error = f"timed out after {self.timeout:g} s"
+            return RunResult(Outcome.TIMEOUT, code, output, error, dropped)
+        if reason == "cancel":
+            error = "cancelled by a forced shutdown"
+            return RunResult(Outcome.CANCELLED, code, output, error, dropped)
+        if code == 0:
+            return RunResult(Outcome.COMPLETED, 0, output, None, dropped)
+        return RunResult(Outcome.FAILED, code, output, describe_exit(code or 0), dropped)
 
-    def _reap(self, proc: Child) -> None:
-        with self._lock:
-            proc.wait()
-            self._reaped = True
+
+class Supervisor:
+    """Runs many commands at once from one thread: one poll() over every run's pipe and pidfd,
+    and the runs' own timers. One thread serves a whole pool: spawning and reaping from a
+    single thread leaves no lock or interpreter hand-over on the way of each job."""
+
+    def __init__(self) -> None:
+        # A job must not inherit a descriptor the pool's parent leaked to it; the pool's own
+        # descriptors are close-on-exec already.
+        seal_inherited_fds()
+        self._poller = select.poll()
+        self._owners: dict[int, Run] = {}
+        self.runs: list[Run] = []
+        self._watched: set[int] = set()
+
+    def watch(self, fd: int) -> None:
+        """Also wake `step()` when this descriptor (a doorbell) is readable."""
+        self._poller.register(fd, _READABLE)
+        self._watched.add(fd)
+
+    def start(self, run: Run) -> None:
+        run.start(time.monotonic())
+        self.runs.append(run)
+        child = run.child
+        if child is None:
+            return  # could not start: it is already finished
+        self._register(child.output_fd, run)
+        if run.pidfd is not None:
+            self._register(run.pidfd, run)
+
+    def step(self, timeout: float | None) -> tuple[list[Run], list[int]]:
+        """Wait at most `timeout` seconds (None: until something happens) for output, exits,
+        timers or a watched descriptor. Returns the runs that finished (closed and removed)
+        and the watched descriptors that were ready."""
+        wait = timeout
+        for run in self.runs:
+            moment = run.wake_at()
+            if moment is not None:
+                until = max(0.0, moment - time.monotonic())
+                wait = until if wait is None else min(wait, until)
+        if any(run.done for run in self.runs):
+            wait = 0.0  # failed to start: report it at once
+        ready: list[int] = []
+        touched: set[int] = set()
+        for fd, _ in self._poller.poll(None if wait is None else wait * 1000):
+            run = self._owners.get(fd)
+            if run is None:
+                if fd in self._watched:
+                    ready.append(fd)
+                continue
+            touched.add(id(run))
+            if run.pidfd == fd:
+                self._unregister(fd)  # it stays readable once the shell has exited
+            elif run.on_output():
+                self._unregister(fd)
+        now = time.monotonic()
+        finished: list[Run] = []
+        remaining: list[Run] = []
+        for run in self.runs:
+            if not run.done:
+                moment = run.wake_at()
+                if id(run) in touched or (moment is not None and moment <= now):
+                    run.advance(now)
+            if run.done:
+                self._release(run)
+                finished.append(run)
+            else:
+                remaining.append(run)
+        self.runs = remaining
+        return finished, ready
+
+    def cancel_all(self) -> None:
+        now = time.monotonic()
+        for run in self.runs:
+            run.cancel(now)
+
+    def close(self) -> None:
+        """Kill whatever still runs and release every descriptor."""
+        for run in self.runs:
+            self._release(run)
+        self.runs = []
+
+    def _register(self, fd: int, run: Run) -> None:
+        self._poller.register(fd, _READABLE)
+        self._owners[fd] = run
+
+    def _unregister(self, fd: int) -> None:
+        if self._owners.pop(fd, None) is not None:
+            self._poller.unregister(fd)
+
+    def _release(self, run: Run) -> None:
+        child = run.child
+        if child is not None:
+            self._unregister(child.output_fd)
+        if run.pidfd is not None:
+            self._unregister(run.pidfd)
+        run.close()
 
 
 def _open_pidfd(pid: int) -> int | None:

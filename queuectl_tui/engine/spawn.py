@@ -61,10 +61,11 @@ def _above_stdio(fd: int) -> int:
     return copy
 
 
-def _seal_inherited_fds() -> None:
+def seal_inherited_fds() -> None:
     """Mark every descriptor above stderr close-on-exec, as Popen's close_fds would close
     them: a job must not inherit the pool's log, database or a descriptor its parent leaked.
-    Python opens its own descriptors close-on-exec; this catches those inherited from outside."""
+    Python opens its own descriptors close-on-exec, so this is needed once per process, for
+    those inherited from outside."""
     try:
         names = os.listdir("/proc/self/fd")
     except OSError:
@@ -81,7 +82,6 @@ def _seal_inherited_fds() -> None:
 
 def spawn_shell(command: str, env: Mapping[str, str]) -> Child:
     """Start the command; raises OSError if the shell cannot be started."""
-    _seal_inherited_fds()
     read_fd, write_fd = os.pipe()  # both ends close-on-exec (PEP 446)
     read_fd, write_fd = _above_stdio(read_fd), _above_stdio(write_fd)
     try:

@@ -1,9 +1,9 @@
 """Waking idle workers: new work from any process starts within milliseconds, while an idle
 pool sleeps in the kernel instead of polling.
 
-One watcher thread per pool notices that the database changed and rouses one idle worker at a
-time (each worker that finds a job rouses the next, so a burst fans out without a thundering
-herd). Change detection, best first:
+One watcher thread per pool notices that the database changed and rings the dispatcher's
+doorbell; the dispatcher then claims for every free worker in one transaction. Change
+detection, best first:
 
 - `inotify` on the database's `-wal` file (Linux): every commit, from any process, writes to
   the WAL, so the watcher sleeps until then. A WAL write is seen slightly before the commit is
@@ -11,10 +11,10 @@ herd). Change detection, best first:
   millisecond for a short window; a slow `data_version` poll stays on as a safety net.
 - `poll`: `PRAGMA data_version` every 2 ms (any platform; costs a few % of a core).
 
-Either way the watcher also wakes a worker when the next known `run_at` arrives (a retry's
-backoff ending, a job scheduled for later), so a due job is never slept through. While every
-worker is busy the watcher lies dormant: busy workers claim their next job in the transaction
-that settles the last one, and the first worker to go idle wakes the watcher.
+Either way the watcher also rings when the next known `run_at` arrives (a retry's backoff
+ending, a job scheduled for later), so a due job is never slept through. While every worker is
+busy the watcher lies dormant: the dispatcher claims the next jobs in the transaction that
+settles the last ones, and wakes the watcher when a worker finds no work.
 
 Measured with `queuectl bench --only pickup` (QUEUECTL_WAKE=poll for the second) on 2 cores:
 inotify, idle pool 0.1-0.2% of a core, pickup p50 0.6 ms / p95 1.1 ms after the enqueue
@@ -53,46 +53,31 @@ SAFETY_POLL = 0.5  # the slow data_version check that runs in inotify mode anywa
 NEXT_RUN_REFRESH = 0.02  # at most this often the next run_at is re-read while changes stream
 
 
-class WakeBoard:
-    """Counts pending wake-ups for idle workers (at most one per worker), so a wake-up that
-    arrives between a worker's empty claim and its wait is never lost."""
+class Doorbell:
+    """Wakes the dispatcher's poll loop: a pipe it watches. `listening` says whether the
+    dispatcher has a free worker and found no work (the watcher lies dormant otherwise)."""
 
-    def __init__(self, capacity: int) -> None:
-        self._cond = threading.Condition()
-        self._signals = 0
-        self._waiting = 0
-        self._capacity = max(1, capacity)
-        self._closed = False
+    def __init__(self) -> None:
+        self._read, self._write = os.pipe()
+        os.set_blocking(self._read, False)
+        os.set_blocking(self._write, False)  # a full pipe already means "wake up"
+        self.listening = False
 
-    @property
-    def idle_workers(self) -> int:
-        return self._waiting
+    def fileno(self) -> int:
+        return self._read
 
-    def signal(self, count: int = 1) -> None:
-        with self._cond:
-            self._signals = min(self._signals + count, self._capacity)
-            self._cond.notify(count)
+    def ring(self) -> None:
+        with contextlib.suppress(OSError):
+            os.write(self._write, b"!")
+
+    def clear(self) -> None:
+        with contextlib.suppress(OSError):
+            while os.read(self._read, 4096):
+                pass
 
     def close(self) -> None:
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
-
-    def wait(self, timeout: float, on_idle: Callable[[], None] | None = None) -> bool:
-        """Sleep until signalled, closed or `timeout`; True if woken by a signal. `on_idle`
-        runs once this worker counts as idle (the watcher only plans for idle workers)."""
-        with self._cond:
-            self._waiting += 1
-            try:
-                if on_idle is not None and not self._signals:
-                    on_idle()
-                self._cond.wait_for(lambda: self._signals > 0 or self._closed, timeout)
-            finally:
-                self._waiting -= 1
-            if self._signals > 0:
-                self._signals -= 1
-                return True
-            return False
+        os.close(self._read)
+        os.close(self._write)
 
 
 class _Inotify:
@@ -145,19 +130,20 @@ def inotify_available() -> bool:
 
 
 class ChangeWatcher(threading.Thread):
-    """The pool's one watcher thread: notices commits and due run_at times, wakes a worker."""
+    """The pool's one watcher thread: notices commits and due run_at times, rings the
+    dispatcher."""
 
     def __init__(
         self,
         open_store: Callable[[], Store],
         database_path: str,
-        board: WakeBoard,
+        doorbell: Doorbell,
         mode: str = "auto",
     ) -> None:
         super().__init__(name="queuectl-wake", daemon=True)
         self._open_store = open_store
         self._wal_path = os.path.abspath(database_path) + "-wal"
-        self._board = board
+        self._doorbell = doorbell
         self._halt = threading.Event()
         self._notify_r, self._notify_w = os.pipe()  # wakes select(): stop, schedule, idle
         os.set_blocking(self._notify_r, False)
@@ -183,7 +169,7 @@ class ChangeWatcher(threading.Thread):
             os.write(self._notify_w, b"s")
 
     def worker_idle(self) -> None:
-        """A worker is about to wait: rouse a dormant watcher, and have a stale next run_at
+        """A worker found no work: rouse a dormant watcher, and have a stale next run_at
         re-read now."""
         if self._dormant or self._due_dirty:
             with contextlib.suppress(OSError):
@@ -215,13 +201,13 @@ class ChangeWatcher(threading.Thread):
         watch_until = 0.0  # after a WAL write: re-check data_version quickly until then
         last_due_read = 0.0
         while not self._halt.is_set():
-            # Dormant while every worker is busy: busy workers find their next job in the
-            # same transaction that settles the last one, so reacting to every commit would
-            # only steal CPU from them. The flag is raised before idleness is read, and a
-            # worker counts itself idle before reading the flag, so one of the two always
-            # sees the other (a worker going idle then pokes the pipe).
+            # Dormant while every worker is busy: the dispatcher finds the next jobs in the
+            # same transaction that settles the last ones, so reacting to every commit would
+            # only steal CPU from it. The flag is raised before `listening` is read, and the
+            # dispatcher raises `listening` before reading the flag, so one of the two always
+            # sees the other (the dispatcher then pokes the pipe).
             self._dormant = True
-            if self._board.idle_workers:
+            if self._doorbell.listening:
                 self._dormant = False
             now = time.monotonic()
             fds = [self._notify_r]
@@ -248,16 +234,16 @@ class ChangeWatcher(threading.Thread):
                 token = current
                 watch_until = 0.0
                 self._due_dirty = True
-                self._board.signal(1)
+                self._doorbell.ring()
             if self._next_due is not None and now_ms() >= self._next_due:
                 self._next_due = None
                 self._due_dirty = True
-                self._board.signal(1)
+                self._doorbell.ring()
             # Re-reading the next run_at is a small scan: only when it may have changed and
             # somebody is idle to use it, and not more than every NEXT_RUN_REFRESH seconds.
             if (
                 self._due_dirty
-                and self._board.idle_workers
+                and self._doorbell.listening
                 and time.monotonic() - last_due_read >= NEXT_RUN_REFRESH
             ):
                 self._due_dirty = False

@@ -56,6 +56,14 @@ class SettleResult:
     next_job: Job | None = None  # claimed in the same transaction when asked to
 
 
+@dataclass(frozen=True, slots=True)
+class Exchange:
+    """What one settle-and-claim transaction did."""
+
+    settled: list[SettleResult]  # one per settlement, in the order given
+    claimed: dict[str, Job]  # worker id -> the job claimed for it
+
+
 @dataclass(slots=True)
 class QueueStats:
     counts: QueueCounts
@@ -178,10 +186,23 @@ class Store(ABC):
 
     # -- the engine's protocol ------------------------------------------------------------------
     @abstractmethod
+    def exchange(
+        self,
+        settlements: Sequence[Settlement],
+        claimants: Sequence[str],
+        pid: int,
+        now: int,
+        backoff_base: float,
+        max_backoff: float,
+    ) -> Exchange:
+        """One transaction: record each run's result (fenced by owner and run), then take the
+        best eligible job for each worker in `claimants`, in order, while jobs are eligible.
+        A worker that is no longer active (declared lost) is given nothing."""
+
     def claim(self, worker_id: str, pid: int, now: int) -> Job | None:
         """Atomically take the best eligible job for this worker, or None."""
+        return self.exchange([], [worker_id], pid, now, 0.0, 0.0).claimed.get(worker_id)
 
-    @abstractmethod
     def settle(
         self,
         settlement: Settlement,
@@ -191,6 +212,18 @@ class Store(ABC):
     ) -> SettleResult:
         """Record a run's result, fenced by owner and attempt; optionally claim the next job for
         the same worker in the same transaction."""
+        job = settlement.job
+        worker_id = job.worker_id or ""
+        done = self.exchange(
+            [settlement],
+            [worker_id] if claim_next else [],
+            job.worker_pid or 0,
+            settlement.finished_at,
+            backoff_base,
+            max_backoff,
+        )
+        result = done.settled[0]
+        return SettleResult(result.state, result.run_at, done.claimed.get(worker_id))
 
     @abstractmethod
     def next_run_at(self, after: int) -> int | None:

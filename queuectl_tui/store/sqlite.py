@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -30,6 +31,7 @@ from .base import (
     BulkEnqueueResult,
     DuplicateJobError,
     EnqueueResult,
+    Exchange,
     QueueStats,
     Settlement,
     SettleResult,
@@ -108,6 +110,15 @@ def _process_write_lock(location: str) -> threading.Lock:
 
 # Parameters per IN (...) list; SQLite allows 32,766 but smaller chunks keep statements cheap.
 _CHUNK = 500
+
+
+@dataclass(slots=True)
+class _WorkerTouch:
+    """How one exchange changes one worker's row."""
+
+    job: Job | None = None
+    done: int = 0
+    failed: int = 0
 
 
 def job_from_row(row: Sequence[Any]) -> Job:
@@ -498,80 +509,75 @@ class SQLiteStore(Store):
         return self._write(body, durable=True)
 
     # -- the engine's protocol ------------------------------------------------------------------
-    @staticmethod
-    def _take_next(conn: sqlite3.Connection, worker_id: str, pid: int, now: int) -> Job | None:
-        # A worker another pool has declared lost must not take work: its jobs would be
-        # orphans at once, recovered and run again while it still runs them.
-        active = conn.execute(
-            f"SELECT 1 FROM workers WHERE id = ? AND status IN {_ACTIVE}", (worker_id,)
-        ).fetchone()
-        if active is None:
-            return None
-        row = conn.execute(_CLAIM_SQL, (worker_id, pid, now, now, now)).fetchone()
-        return None if row is None else job_from_row(row)
-
-    @staticmethod
-    def _set_worker_job(
-        conn: sqlite3.Connection,
-        worker_id: str,
-        job: Job | None,
-        now: int,
-        done: int = 0,
-        failed: int = 0,
-    ) -> None:
-        """The worker's current job (busy) or none (idle), and its counters; a worker that is
-        stopping keeps that status."""
-        conn.execute(
-            "UPDATE workers SET current_job = ?, last_heartbeat = ?, jobs_done = jobs_done + ?, "
-            "jobs_failed = jobs_failed + ?, "
-            "status = CASE WHEN status IN ('idle', 'busy') THEN ? ELSE status END WHERE id = ?",
-            (
-                None if job is None else job.id,
-                now,
-                done,
-                failed,
-                "idle" if job is None else "busy",
-                worker_id,
-            ),
-        )
-
-    def claim(self, worker_id: str, pid: int, now: int) -> Job | None:
-        def body(conn: sqlite3.Connection) -> Job | None:
-            job = self._take_next(conn, worker_id, pid, now)
-            if job is not None:
-                self._set_worker_job(conn, worker_id, job, now)
-            return job
-
-        return self._write(body)
-
-    def settle(
+    def exchange(
         self,
-        settlement: Settlement,
+        settlements: Sequence[Settlement],
+        claimants: Sequence[str],
+        pid: int,
+        now: int,
         backoff_base: float,
         max_backoff: float,
-        claim_next: bool = False,
-    ) -> SettleResult:
-        job = settlement.job
-        now = settlement.finished_at
-        worker_id = job.worker_id or ""
-        outcome = settlement.outcome
-
-        # The hot path of a busy pool: four statements in one transaction (settle, record the
-        # attempt, claim the next job, update the worker).
-        def body(conn: sqlite3.Connection) -> SettleResult:
-            result = self._settle_one(conn, settlement, backoff_base, max_backoff)
-            next_job = (
-                self._take_next(conn, worker_id, job.worker_pid or 0, now) if claim_next else None
-            )
-            if result.state is not None or next_job is not None:
-                counted = result.state is not None and outcome is not Outcome.CANCELLED
-                ok = outcome is Outcome.COMPLETED
-                self._set_worker_job(
-                    conn, worker_id, next_job, now, int(counted and ok), int(counted and not ok)
+    ) -> Exchange:
+        # The hot path of a busy pool: every run that ended since the last call is recorded
+        # and every free worker gets its next job, in one transaction (one WAL commit).
+        def body(conn: sqlite3.Connection) -> Exchange:
+            settled: list[SettleResult] = []
+            touched: dict[str, _WorkerTouch] = {}
+            for settlement in settlements:
+                result = self._settle_one(conn, settlement, backoff_base, max_backoff)
+                settled.append(result)
+                if result.state is not None:
+                    touch = touched.setdefault(settlement.job.worker_id or "", _WorkerTouch())
+                    if settlement.outcome is Outcome.COMPLETED:
+                        touch.done += 1
+                    elif settlement.outcome is not Outcome.CANCELLED:
+                        touch.failed += 1
+            claimed: dict[str, Job] = {}
+            for worker_id in self._active_workers(conn, claimants):
+                row = conn.execute(_CLAIM_SQL, (worker_id, pid, now, now, now)).fetchone()
+                if row is None:
+                    break
+                claimed[worker_id] = job = job_from_row(row)
+                touched.setdefault(worker_id, _WorkerTouch()).job = job
+            for worker_id, touch in touched.items():
+                # The worker's current job (busy) or none (idle), and its counters; a worker
+                # that is stopping keeps that status.
+                conn.execute(
+                    "UPDATE workers SET current_job = ?, last_heartbeat = ?, "
+                    "jobs_done = jobs_done + ?, jobs_failed = jobs_failed + ?, "
+                    "status = CASE WHEN status IN ('idle', 'busy') THEN ? ELSE status END "
+                    "WHERE id = ?",
+                    (
+                        None if touch.job is None else touch.job.id,
+                        now,
+                        touch.done,
+                        touch.failed,
+                        "idle" if touch.job is None else "busy",
+                        worker_id,
+                    ),
                 )
-            return SettleResult(result.state, result.run_at, next_job)
+            return Exchange(settled, claimed)
 
         return self._write(body)
+
+    @staticmethod
+    def _active_workers(conn: sqlite3.Connection, worker_ids: Sequence[str]) -> list[str]:
+        """The given workers that are still active, in the given order. A worker another pool
+        has declared lost must not take work: its jobs would be orphans at once, recovered and
+        run again while it still runs them."""
+        if not worker_ids:
+            return []
+        active: set[str] = set()
+        for chunk in _chunks(worker_ids):
+            active.update(
+                row[0]
+                for row in conn.execute(
+                    f"SELECT id FROM workers WHERE status IN {_ACTIVE} "
+                    f"AND id IN ({_placeholders(len(chunk))})",
+                    tuple(chunk),
+                )
+            )
+        return [worker_id for worker_id in worker_ids if worker_id in active]
 
     @staticmethod
     def _settle_one(

@@ -7,10 +7,12 @@ import threading
 import time
 from pathlib import Path
 
-from engine_helpers import process_alive, wait_until
+from engine_helpers import process_alive
 
 from queuectl_tui.engine.runner import (
-    Execution,
+    Run,
+    RunResult,
+    Supervisor,
     TailBuffer,
     describe_exit,
     job_environment,
@@ -19,8 +21,25 @@ from queuectl_tui.engine.runner import (
 from queuectl_tui.models import Outcome
 
 
-def run(command: str, timeout: float = 10, limit: int = 65536, grace: float = 0.5, **kw):
-    return Execution(command, timeout=timeout, output_limit=limit, kill_grace=grace, **kw).run()
+def make(command: str, timeout: float = 10, limit: int = 65536, grace: float = 0.5, **kw) -> Run:
+    return Run(command, timeout=timeout, output_limit=limit, kill_grace=grace, **kw)
+
+
+def drive(supervisor: Supervisor, runs: list[Run], until=lambda: False) -> None:
+    """Step the supervisor until every run is over, or `until()` holds."""
+    deadline = time.monotonic() + 30
+    while not until() and not all(r.done for r in runs):
+        assert time.monotonic() < deadline, "the runs did not end"
+        supervisor.step(0.05)
+
+
+def run(command: str, **kw) -> RunResult:
+    supervisor = Supervisor()
+    one = make(command, **kw)
+    supervisor.start(one)
+    drive(supervisor, [one])
+    assert one.result is not None
+    return one.result
 
 
 def test_exit_zero_completes_and_output_is_interleaved_in_order() -> None:
@@ -109,27 +128,59 @@ def test_tail_buffer_cut_inside_a_character_is_replaced() -> None:
     assert buffer.text().endswith("\ufffd€")
 
 
-def test_cancel_from_another_thread_stops_the_group(tmp_path: Path) -> None:
+def test_cancel_stops_the_group(tmp_path: Path) -> None:
     pidfile = tmp_path / "pid"
-    execution = Execution(
-        f"sleep 30 & echo $! > {pidfile}; wait", timeout=60, output_limit=1000, kill_grace=0.5
-    )
-    results = []
-    thread = threading.Thread(target=lambda: results.append(execution.run()))
-    thread.start()
-    wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), what="the job to start")
-    execution.cancel()
-    thread.join(timeout=10)
-    assert results[0].outcome is Outcome.CANCELLED
+    supervisor = Supervisor()
+    one = make(f"sleep 30 & echo $! > {pidfile}; wait", timeout=60)
+    supervisor.start(one)
+    drive(supervisor, [one], until=lambda: pidfile.exists() and pidfile.read_text().strip())
+    supervisor.cancel_all()
+    drive(supervisor, [one])
+    assert one.result is not None and one.result.outcome is Outcome.CANCELLED
     assert not process_alive(int(pidfile.read_text()))
 
 
 def test_cancel_before_start_runs_nothing(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
-    execution = Execution(f"touch {marker}", timeout=5, output_limit=100, kill_grace=0.2)
-    execution.cancel()
-    result = execution.run()
-    assert result.outcome is Outcome.CANCELLED
+    one = make(f"touch {marker}", timeout=5)
+    one.cancel(time.monotonic())
+    supervisor = Supervisor()
+    supervisor.start(one)
+    finished, _ = supervisor.step(1)
+    assert finished == [one]
+    assert one.result is not None and one.result.outcome is Outcome.CANCELLED
+    assert not marker.exists()
+
+
+def test_many_runs_at_once_each_get_their_own_result() -> None:
+    supervisor = Supervisor()
+    runs = [make(f"sleep 0.0{n % 3}; echo {n}; exit {n % 4}") for n in range(12)]
+    for one in runs:
+        supervisor.start(one)
+    finished: list[Run] = []
+    deadline = time.monotonic() + 30
+    while len(finished) < len(runs):
+        assert time.monotonic() < deadline
+        finished += supervisor.step(0.1)[0]
+    for n, one in enumerate(runs):
+        assert one.result is not None
+        assert (one.result.output, one.result.exit_code) == (f"{n}\n", n % 4)
+    assert supervisor.runs == []
+
+
+def test_a_watched_descriptor_wakes_the_supervisor() -> None:
+    import os
+
+    read_end, write_end = os.pipe()
+    supervisor = Supervisor()
+    supervisor.watch(read_end)
+    threading.Timer(0.1, lambda: os.write(write_end, b"!")).start()
+    started = time.monotonic()
+    finished, ready = supervisor.step(10)
+    assert ready == [read_end] and finished == []
+    assert time.monotonic() - started < 5
+    os.close(read_end)
+    os.close(write_end)
 
 
 def test_stop_lost_run_kills_only_that_run_of_that_job() -> None:
@@ -155,7 +206,7 @@ def test_a_job_inherits_only_stdin_stdout_and_stderr(tmp_path: Path) -> None:
     leaked = os.open(tmp_path / "pool-only", os.O_WRONLY | os.O_CREAT)
     os.set_inheritable(leaked, True)  # as a descriptor handed down by the pool's own parent
     try:
-        result = run("ls /proc/$$/fd; readlink /proc/$$/fd/0")
+        result = run("ls /proc/$$/fd; readlink /proc/$$/fd/0")  # a new supervisor seals it
     finally:
         os.close(leaked)
     lines = result.output.split()
@@ -172,12 +223,25 @@ def test_a_shell_that_cannot_start_is_a_failed_attempt(monkeypatch) -> None:
 
 
 def test_cancel_kills_a_command_that_ignores_sigterm() -> None:
-    execution = Execution('trap "" TERM; sleep 30', timeout=60, output_limit=1000, kill_grace=0.3)
-    threading.Timer(0.3, execution.cancel).start()
+    supervisor = Supervisor()
+    one = make('trap "" TERM; sleep 30', timeout=60, grace=0.3)
+    supervisor.start(one)
+    drive(supervisor, [one], until=lambda: False if one.pid is None else _traps_term(one.pid))
     started = time.monotonic()
-    result = execution.run()
-    assert result.outcome is Outcome.CANCELLED
+    supervisor.cancel_all()
+    drive(supervisor, [one])
+    assert one.result is not None and one.result.outcome is Outcome.CANCELLED
     assert time.monotonic() - started < 5  # TERM ignored, KILL after the grace period
+
+
+def _traps_term(pid: int) -> bool:
+    """True once the shell has installed its trap (SIGTERM in its ignored set)."""
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            ignored = next(line for line in handle if line.startswith("SigIgn:"))
+    except (OSError, StopIteration):
+        return False
+    return bool(int(ignored.split()[1], 16) & (1 << 14))  # bit 14: SIGTERM (15)
 
 
 def test_the_popen_fallback_runs_jobs_the_same_way(monkeypatch) -> None:

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_helpers import wait_until
+from engine_helpers import process_alive, wait_until
 
 from queuectl_tui.config import Settings
-from queuectl_tui.engine import events, worker
+from queuectl_tui.engine import dispatch, events
 from queuectl_tui.engine.pool import Pool, PoolOptions
 from queuectl_tui.models import JobSpec, JobState, Outcome, WorkerStatus
 from queuectl_tui.store import SQLiteStore, StoreBusyError, open_store
@@ -67,17 +67,17 @@ def get(database: Path, job_id: str):
     return job
 
 
-def test_a_bug_in_a_worker_fails_the_job_and_the_worker_is_replaced(
+def test_a_bug_while_starting_a_job_fails_that_job_and_the_pool_carries_on(
     database: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = worker.job_environment
+    real = dispatch.job_environment
 
     def faulty(job_id: str, attempt: int, worker_id: str) -> dict[str, str]:
         if job_id == "boom":
             raise RuntimeError("injected fault")
         return real(job_id, attempt, worker_id)
 
-    monkeypatch.setattr(worker, "job_environment", faulty)
+    monkeypatch.setattr(dispatch, "job_environment", faulty)
     pool = InProcessPool(database, count=2)
     enqueue(database, "boom", "true", max_retries=0)
     wait_until(lambda: get(database, "boom").state is JobState.DEAD, what="boom to be dead")
@@ -85,15 +85,47 @@ def test_a_bug_in_a_worker_fails_the_job_and_the_worker_is_replaced(
     assert job.last_error == "internal error in the worker: RuntimeError('injected fault')"
     [error] = pool.events("worker error")
     assert "injected fault" in error["traceback"]
-    [replaced] = wait_until(lambda: pool.events("worker replaced"), what="a replacement")
+    enqueue(database, "after", "true")
+    wait_until(lambda: get(database, "after").state is JobState.COMPLETED, what="after")
+    assert pool.stop() == 0
+    assert pool.events("worker replaced") == []
+    with open_store(database) as store:
+        workers = store.list_workers()
+    assert len(workers) == 2 and sum(w.jobs_failed for w in workers) == 1
+    assert all(w.status is WorkerStatus.STOPPED for w in workers)
+
+
+def test_a_crashed_dispatcher_records_its_jobs_and_fresh_workers_take_over(
+    database: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    real = dispatch.Dispatcher._finished
+
+    def faulty(self: dispatch.Dispatcher, run) -> None:
+        if run.command == "echo boom":
+            raise RuntimeError("injected crash")
+        real(self, run)
+
+    monkeypatch.setattr(dispatch.Dispatcher, "_finished", faulty)
+    pidfile = tmp_path / "victim.pid"
+    enqueue(database, "victim", f"sleep 30 & echo $! > {pidfile}; wait", max_retries=0)
+    pool = InProcessPool(database, count=2)
+    wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), what="victim to run")
+    enqueue(database, "boom", "echo boom", max_retries=0)
+    [replaced, _] = wait_until(lambda: pool.events("worker replaced"), what="replacements")
+    # The killed command's job and the one the dispatcher choked on are both recorded.
+    for job_id in ("victim", "boom"):
+        job = get(database, job_id)
+        assert job.state is JobState.DEAD
+        assert job.last_error == "internal error in the worker: RuntimeError('injected crash')"
+    assert not process_alive(int(pidfile.read_text()))
+    [error] = pool.events("dispatcher error")
+    assert "injected crash" in error["traceback"]
     enqueue(database, "after", "true")
     wait_until(lambda: get(database, "after").state is JobState.COMPLETED, what="after")
     assert pool.stop() == 0
     with open_store(database) as store:
         workers = {w.id: w for w in store.list_workers()}
-    assert len(workers) == 3
-    assert replaced["replacement"] in workers
-    assert workers[replaced["worker"]].jobs_failed == 1
+    assert len(workers) == 4 and replaced["replacement"] in workers
     assert all(w.status is WorkerStatus.STOPPED for w in workers.values())
 
 
@@ -101,20 +133,17 @@ def test_a_database_locked_beyond_the_busy_timeout_is_retried_not_lost(
     database: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     failures = {"claim": 2, "settle": 3}
-    real_claim, real_settle = SQLiteStore.claim, SQLiteStore.settle
+    real_exchange = SQLiteStore.exchange
 
-    def locked(name: str, real):
-        def call(self, *args, **kwargs):
-            if failures[name] > 0:
-                failures[name] -= 1
-                raise StoreBusyError("the database stayed locked for 60 s")
-            return real(self, *args, **kwargs)
-
-        return call
+    def locked(self, settlements, claimants, *args, **kwargs):
+        name = "settle" if settlements else "claim"
+        if failures[name] > 0:
+            failures[name] -= 1
+            raise StoreBusyError("the database stayed locked for 60 s")
+        return real_exchange(self, settlements, claimants, *args, **kwargs)
 
     enqueue(database, "steady", "echo once >> " + str(database.parent / "runs"))
-    monkeypatch.setattr(SQLiteStore, "claim", locked("claim", real_claim))
-    monkeypatch.setattr(SQLiteStore, "settle", locked("settle", real_settle))
+    monkeypatch.setattr(SQLiteStore, "exchange", locked)
     pool = InProcessPool(database, count=1)
     wait_until(lambda: get(database, "steady").state is JobState.COMPLETED, what="steady")
     assert pool.stop() == 0
@@ -122,7 +151,7 @@ def test_a_database_locked_beyond_the_busy_timeout_is_retried_not_lost(
     with open_store(database) as store:
         assert [a.outcome for a in store.attempts("steady")] == [Outcome.COMPLETED]
     retried = pool.events("database error, retrying")
-    assert {r["action"] for r in retried} == {"claim a job", "record a result"}
+    assert {r["action"] for r in retried} == {"record results and claim jobs"}
     assert len(retried) == 5
 
 

@@ -1,0 +1,348 @@
+"""The pool's dispatcher: one thread that keeps every worker busy.
+
+Each worker of a pool is a slot of the dispatcher: a worker id (its row in the database) and
+at most one running command. The dispatcher runs every command through one Supervisor (a
+single poll loop) and talks to the store in exchanges: the runs that ended since the last
+exchange are settled, and every free worker is given its next job, in one transaction. Under
+load several runs end per turn of the loop, so one commit carries several jobs; a lone job
+still starts and settles at once.
+
+A store call that fails (a database locked for longer than the store's own retries, a full
+disk) is retried with backoff without stopping the loop: running commands keep their
+deadlines, and their results wait in memory until a later exchange records them. The claim
+and the settlement are fenced transactions, so a retry never runs or records a job twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..config import Settings
+from ..models import Job, JobState, Outcome, WorkerStatus
+from ..store import Exchange, Settlement, SettleResult, Store, StoreError
+from ..timeutil import now_ms, to_iso
+from . import events
+from .retry import FIRST_DELAY, MAX_DELAY, retry_store_call
+from .runner import Run, Supervisor, job_environment
+from .wake import ChangeWatcher, Doorbell
+
+# An idle dispatcher looks for work on its own this often even if nothing woke it: a safety
+# net under the watcher, not the way work is normally found.
+IDLE_RECHECK = 5.0
+
+
+@dataclass
+class Totals:
+    """What the pool did, for its closing summary."""
+
+    completed: int = 0
+    failed: int = 0  # failed attempts (including timeouts), whether retried or not
+    dead: int = 0
+    cancelled: int = 0
+    discarded: int = 0  # results fenced out because the job was recovered meanwhile
+    recovered: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, name: str, count: int = 1) -> None:
+        with self._lock:
+            setattr(self, name, getattr(self, name) + count)
+
+
+@dataclass
+class PoolContext:
+    """What the pool and its dispatcher share."""
+
+    settings: Settings
+    pid: int
+    open_store: Callable[[], Store]
+    doorbell: Doorbell
+    watcher: ChangeWatcher | None
+    draining: threading.Event = field(default_factory=threading.Event)
+    forced: threading.Event = field(default_factory=threading.Event)
+    totals: Totals = field(default_factory=Totals)
+
+
+@dataclass(slots=True)
+class Slot:
+    """One worker: its id and the job it runs now, if any."""
+
+    worker_id: str
+    job: Job | None = None
+    run: Run | None = None
+
+
+class Dispatcher(threading.Thread):
+    def __init__(self, worker_ids: list[str], ctx: PoolContext) -> None:
+        super().__init__(name="queuectl-dispatcher", daemon=True)
+        self.ctx = ctx
+        self.slots = [Slot(worker_id) for worker_id in worker_ids]
+        self.crashed = False
+        self._by_run: dict[int, Slot] = {}
+        self._unrecorded: list[tuple[Slot, Settlement]] = []  # waiting for an exchange
+        self._look_for_work = True
+        self._recheck_at = 0.0  # when idle: look for work then even if nothing rang
+        self._retry_at = 0.0
+        self._retry_delay = FIRST_DELAY
+        self._cancelled = False
+
+    # -- read by the pool from its own thread (snapshots; the GIL keeps each read whole) -----
+    @property
+    def worker_ids(self) -> list[str]:
+        return [slot.worker_id for slot in self.slots]
+
+    def current_jobs(self) -> dict[str, str | None]:
+        return {slot.worker_id: slot.job.id if slot.job else None for slot in list(self.slots)}
+
+    def running_pids(self) -> list[int]:
+        runs = [slot.run for slot in list(self.slots)]
+        return [run.pid for run in runs if run is not None and run.pid is not None]
+
+    # -- the thread ----------------------------------------------------------------------------
+    def run(self) -> None:
+        for worker_id in self.worker_ids:
+            events.event("worker started", worker=worker_id)
+        store: Store | None = None
+        supervisor: Supervisor | None = None
+        crash: Exception | None = None
+        try:
+            store = retry_store_call(
+                "open the database", self.ctx.open_store, self.ctx.draining.is_set
+            )
+            if store is not None:
+                supervisor = Supervisor()
+                supervisor.watch(self.ctx.doorbell.fileno())
+                self._loop(store, supervisor)
+        except Exception as error:
+            self.crashed = True
+            crash = error
+            events.event("dispatcher error", level=logging.ERROR, exc_info=True)
+        finally:
+            if supervisor is not None:
+                supervisor.close()  # after a crash: kills what still runs
+            if store is not None:
+                self._record_on_the_way_out(store, crash)
+                self._mark_stopped(store)
+                store.close()
+            for worker_id in self.worker_ids:
+                events.event("worker stopped", worker=worker_id, crashed=self.crashed or None)
+
+    def _loop(self, store: Store, supervisor: Supervisor) -> None:
+        ctx = self.ctx
+        doorbell = ctx.doorbell
+        while True:
+            draining = ctx.draining.is_set()
+            if ctx.forced.is_set() and not self._cancelled:
+                self._cancelled = True
+                supervisor.cancel_all()
+            now = time.monotonic()
+            if not self._look_for_work and now >= self._recheck_at:
+                self._look_for_work = True  # the idle safety net
+            free = [slot for slot in self.slots if slot.job is None]
+            claiming = bool(free) and self._look_for_work and not draining
+            if (self._unrecorded or claiming) and now >= self._retry_at:
+                with events.held_lines():  # one write for the turn's log lines
+                    self._exchange(store, supervisor, free if claiming else [])
+            if draining and not supervisor.runs and not self._unrecorded:
+                return
+            now = time.monotonic()
+            timeout = IDLE_RECHECK if self._look_for_work else max(0.0, self._recheck_at - now)
+            if self._retry_at > now:  # the database failed: try again then
+                timeout = min(timeout, self._retry_at - now)
+            finished, rung = supervisor.step(timeout)
+            if rung:
+                doorbell.clear()
+                self._look_for_work = True
+            for run in finished:
+                self._finished(run)
+
+    def _finished(self, run: Run) -> None:
+        slot = self._by_run.pop(id(run))
+        job = slot.job
+        assert job is not None and run.result is not None
+        result = run.result
+        settlement = Settlement(
+            job, result.outcome, result.exit_code, result.output, result.error, now_ms()
+        )
+        slot.run = slot.job = None
+        self._unrecorded.append((slot, settlement))
+        self._look_for_work = True  # a worker is free
+
+    def _exchange(self, store: Store, supervisor: Supervisor, free: list[Slot]) -> None:
+        ctx = self.ctx
+        settings = ctx.settings
+        settlements = [settlement for _, settlement in self._unrecorded]
+        try:
+            exchange = store.exchange(
+                settlements,
+                [slot.worker_id for slot in free],
+                ctx.pid,
+                now_ms(),
+                settings.backoff_base,
+                settings.max_backoff,
+            )
+        except StoreError as error:
+            events.event(
+                "database error, retrying",
+                level=logging.WARNING,
+                action="record results and claim jobs",
+                retry_in_s=round(self._retry_delay, 2),
+                error=str(error),
+            )
+            self._retry_at = time.monotonic() + self._retry_delay
+            self._retry_delay = min(self._retry_delay * 2, MAX_DELAY)
+            return
+        self._retry_at = 0.0
+        self._retry_delay = FIRST_DELAY
+        recorded, self._unrecorded = self._unrecorded, []
+        for (slot, settlement), result in zip(recorded, exchange.settled, strict=True):
+            self._report(slot.worker_id, settlement, result)
+        self._start_claimed(supervisor, free, exchange)
+
+    def _start_claimed(self, supervisor: Supervisor, free: list[Slot], exchange: Exchange) -> None:
+        ctx = self.ctx
+        watcher = ctx.watcher
+        if free and len(exchange.claimed) < len(free):
+            # Not enough work for every free worker: sleep until the watcher rings. The flag
+            # is raised before the watcher is poked, and the watcher lies dormant only after
+            # reading it lowered (see wake.py), so a ring is never missed.
+            self._look_for_work = False
+            self._recheck_at = time.monotonic() + IDLE_RECHECK
+            ctx.doorbell.listening = True
+            if watcher is not None:
+                watcher.worker_idle()
+        else:
+            ctx.doorbell.listening = False
+        for slot in free:
+            job = exchange.claimed.get(slot.worker_id)
+            if job is None:
+                continue
+            slot.job = job
+            events.event(
+                "claimed", job=job.id, worker=slot.worker_id, attempt=job.runs, command=job.command
+            )
+            if ctx.draining.is_set():
+                # Claimed just as the pool began to stop: hand it back without spending an
+                # attempt.
+                reason = "the pool stopped before the job started"
+                settlement = Settlement(job, Outcome.CANCELLED, None, "", reason, now_ms())
+                slot.job = None
+                self._unrecorded.append((slot, settlement))
+                continue
+            try:
+                run = Run(
+                    job.command,
+                    timeout=job.timeout or ctx.settings.job_timeout,
+                    output_limit=ctx.settings.output_limit,
+                    kill_grace=ctx.settings.kill_grace,
+                    env=job_environment(job.id, job.runs, slot.worker_id),
+                )
+                slot.run = run
+                self._by_run[id(run)] = slot
+                supervisor.start(run)
+            except Exception as error:
+                # A bug while starting one job fails that job, visibly, and nothing else.
+                events.event(
+                    "worker error",
+                    level=logging.ERROR,
+                    exc_info=True,
+                    worker=slot.worker_id,
+                    job=job.id,
+                )
+                if slot.run is not None:
+                    self._by_run.pop(id(slot.run), None)
+                    slot.run.close()
+                    slot.run = None
+                error_text = f"internal error in the worker: {error!r}"
+                settlement = Settlement(job, Outcome.FAILED, None, "", error_text, now_ms())
+                slot.job = None
+                self._unrecorded.append((slot, settlement))
+
+    def _report(self, worker_id: str, settlement: Settlement, result: SettleResult) -> None:
+        job = settlement.job
+        totals = self.ctx.totals
+        base = {"job": job.id, "worker": worker_id, "attempt": job.runs}
+        duration = settlement.finished_at - (job.claimed_at or settlement.finished_at)
+        if result.state is None:
+            totals.add("discarded")
+            events.event(
+                "result discarded",
+                level=logging.WARNING,
+                **base,
+                outcome=settlement.outcome.value,
+                reason="the job was recovered from this worker meanwhile",
+            )
+            return
+        if settlement.outcome is Outcome.COMPLETED:
+            totals.add("completed")
+            events.event("completed", **base, exit_code=0, duration_ms=duration)
+            return
+        if settlement.outcome is Outcome.CANCELLED:
+            totals.add("cancelled")
+            events.event("cancelled", **base, state=result.state.value, reason=settlement.error)
+            return
+        totals.add("failed")
+        events.event(
+            "failed",
+            **base,
+            outcome=settlement.outcome.value,
+            exit_code=settlement.exit_code,
+            duration_ms=duration,
+            error=settlement.error,
+        )
+        if result.state is JobState.FAILED and result.run_at is not None:
+            if self.ctx.watcher is not None:
+                self.ctx.watcher.schedule(result.run_at)
+            events.event(
+                "retry scheduled",
+                job=job.id,
+                run_at=to_iso(result.run_at),
+                delay_s=round((result.run_at - settlement.finished_at) / 1000, 3),
+                attempts=f"{job.attempts}/{job.max_retries + 1}",
+            )
+        elif result.state is JobState.DEAD:
+            totals.add("dead")
+            events.event("dead", job=job.id, attempts=job.attempts, error=settlement.error)
+
+    def _record_on_the_way_out(self, store: Store, crash: Exception | None) -> None:
+        """After a crash, record what is known: results not yet written, and the jobs whose
+        commands were just killed, as failed by an internal error. (After a normal stop there
+        is nothing left.) One try; what fails here the pool recovers as lost."""
+        for slot in self.slots:
+            if slot.job is not None:  # its command was running
+                error = f"internal error in the worker: {crash!r}"
+                settlement = Settlement(slot.job, Outcome.FAILED, None, "", error, now_ms())
+                slot.job = slot.run = None
+                self._unrecorded.append((slot, settlement))
+        if not self._unrecorded:
+            return
+        settings = self.ctx.settings
+        try:
+            exchange = store.exchange(
+                [settlement for _, settlement in self._unrecorded],
+                [],
+                self.ctx.pid,
+                now_ms(),
+                settings.backoff_base,
+                settings.max_backoff,
+            )
+        except StoreError as error:
+            events.event("database error", level=logging.WARNING, error=str(error))
+            return
+        for (slot, settlement), result in zip(self._unrecorded, exchange.settled, strict=True):
+            self._report(slot.worker_id, settlement, result)
+        self._unrecorded = []
+
+    def _mark_stopped(self, store: Store) -> None:
+        now = now_ms()
+        for worker_id in self.worker_ids:
+            try:
+                store.set_worker_status(worker_id, WorkerStatus.STOPPED, None, now)
+            except StoreError as error:
+                # The pool marks every worker stopped again on its way out.
+                events.event(
+                    "database error", level=logging.WARNING, worker=worker_id, error=str(error)
+                )
