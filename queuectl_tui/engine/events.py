@@ -45,11 +45,19 @@ def _timestamp(created: float) -> str:
 def _short(value: Any) -> Any:
     """Strings shortened, with control characters (C1 and bidi-unsafe ones included) shown
     as escapes: a command or an error must not drive the terminal that tails the log."""
-    if not isinstance(value, str):
+    if value.__class__ is not str:
         return value
     if len(value) > _MAX_VALUE:
         value = value[: _MAX_VALUE - 1] + "…"
     return printable(value)
+
+
+# Made once: json.dumps with options builds a new encoder on every call.
+_json = json.JSONEncoder(ensure_ascii=False, default=str).encode
+_level_names = {
+    level: logging.getLevelName(level).lower()
+    for level in (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR, logging.CRITICAL)
+}
 
 
 def _human_value(value: Any) -> str:
@@ -122,15 +130,16 @@ class JsonFormatter(EventFormatter):
     ) -> str:
         data: dict[str, Any] = {
             "ts": _timestamp(created),
-            "level": logging.getLevelName(level).lower(),
+            "level": _level_names.get(level) or logging.getLevelName(level).lower(),
             "event": event or "log",
         }
         if event is None:
             data["message"] = message
-        data.update((key, _short(value)) for key, value in fields.items())
+        for key, value in fields.items():
+            data[key] = _short(value)
         if traceback:
             data["traceback"] = traceback
-        return json.dumps(data, ensure_ascii=False, default=str)
+        return _json(data)
 
 
 def configure(log_format: str, stream: TextIO | None = None) -> logging.Handler:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -97,6 +98,9 @@ def spawn_shell(command: str, env: Mapping[str, str]) -> Child:
                 (os.POSIX_SPAWN_DUP2, write_fd, 2),
             ],
             setsid=True,
+            # Python ignores SIGPIPE and SIGXFSZ; a job must get them back, as Popen does
+            # (or `yes | head -1` fails with a broken pipe instead of ending quietly).
+            setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
         )
     except BaseException:
         os.close(read_fd)

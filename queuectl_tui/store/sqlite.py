@@ -539,14 +539,14 @@ class SQLiteStore(Store):
                     break
                 claimed[worker_id] = job = job_from_row(row)
                 touched.setdefault(worker_id, _WorkerTouch()).job = job
-            for worker_id, touch in touched.items():
-                # The worker's current job (busy) or none (idle), and its counters; a worker
-                # that is stopping keeps that status.
-                conn.execute(
-                    "UPDATE workers SET current_job = ?, last_heartbeat = ?, "
-                    "jobs_done = jobs_done + ?, jobs_failed = jobs_failed + ?, "
-                    "status = CASE WHEN status IN ('idle', 'busy') THEN ? ELSE status END "
-                    "WHERE id = ?",
+            # Each worker's current job (busy) or none (idle), and its counters; a worker that
+            # is stopping keeps that status.
+            conn.executemany(
+                "UPDATE workers SET current_job = ?, last_heartbeat = ?, "
+                "jobs_done = jobs_done + ?, jobs_failed = jobs_failed + ?, "
+                "status = CASE WHEN status IN ('idle', 'busy') THEN ? ELSE status END "
+                "WHERE id = ?",
+                [
                     (
                         None if touch.job is None else touch.job.id,
                         now,
@@ -554,8 +554,10 @@ class SQLiteStore(Store):
                         touch.failed,
                         "idle" if touch.job is None else "busy",
                         worker_id,
-                    ),
-                )
+                    )
+                    for worker_id, touch in touched.items()
+                ],
+            )
             return Exchange(settled, claimed)
 
         return self._write(body)

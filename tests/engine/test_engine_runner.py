@@ -251,3 +251,12 @@ def test_the_popen_fallback_runs_jobs_the_same_way(monkeypatch) -> None:
     result = run("echo out; echo err >&2; ls /proc/$$/fd; exit 4")
     assert result.outcome is Outcome.FAILED and result.exit_code == 4
     assert result.output.split() == ["out", "err", "0", "1", "2"]
+
+
+def test_a_job_gets_default_sigpipe_so_pipelines_end_quietly(monkeypatch) -> None:
+    from queuectl_tui.engine import spawn
+
+    for posix_spawn in (True, False):
+        monkeypatch.setattr(spawn, "_POSIX_SPAWN_SETSID", posix_spawn)
+        result = run("yes | head -1")
+        assert (result.outcome, result.output) == (Outcome.COMPLETED, "y\n")
