@@ -26,13 +26,17 @@ from ..models import Job, JobState, Outcome, WorkerStatus
 from ..store import Exchange, Settlement, SettleResult, Store, StoreError
 from ..timeutil import now_ms, to_iso
 from . import events
-from .retry import FIRST_DELAY, MAX_DELAY, retry_store_call
+from .retry import retry_store_call
 from .runner import Run, Supervisor, job_environment
 from .wake import ChangeWatcher, Doorbell
 
 # An idle dispatcher looks for work on its own this often even if nothing woke it: a safety
 # net under the watcher, not the way work is normally found.
 IDLE_RECHECK = 5.0
+# After a failed exchange (a locked or broken database) the next try comes this much later,
+# doubling up to the maximum; supervision goes on meanwhile.
+RETRY_FIRST = 0.05
+RETRY_MAX = 1.0
 
 
 @dataclass
@@ -86,7 +90,7 @@ class Dispatcher(threading.Thread):
         self._look_for_work = True
         self._recheck_at = 0.0  # when idle: look for work then even if nothing rang
         self._retry_at = 0.0
-        self._retry_delay = FIRST_DELAY
+        self._retry_delay = RETRY_FIRST
         self._cancelled = False
 
     # -- read by the pool from its own thread (snapshots; the GIL keeps each read whole) -----
@@ -193,10 +197,10 @@ class Dispatcher(threading.Thread):
                 error=str(error),
             )
             self._retry_at = time.monotonic() + self._retry_delay
-            self._retry_delay = min(self._retry_delay * 2, MAX_DELAY)
+            self._retry_delay = min(self._retry_delay * 2, RETRY_MAX)
             return
         self._retry_at = 0.0
-        self._retry_delay = FIRST_DELAY
+        self._retry_delay = RETRY_FIRST
         recorded, self._unrecorded = self._unrecorded, []
         for (slot, settlement), result in zip(recorded, exchange.settled, strict=True):
             self._report(slot.worker_id, settlement, result)
@@ -214,7 +218,7 @@ class Dispatcher(threading.Thread):
             ctx.doorbell.listening = True
             if watcher is not None:
                 watcher.worker_idle()
-        else:
+        elif free:
             ctx.doorbell.listening = False
         for slot in free:
             job = exchange.claimed.get(slot.worker_id)

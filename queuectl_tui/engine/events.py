@@ -162,12 +162,17 @@ _held = threading.local()  # lines held back by `held_lines()` in this thread
 def held_lines() -> Iterator[None]:
     """Write this thread's event lines in one go when the block ends (a dispatcher turn that
     settles and starts many jobs), rather than one write each."""
+    if getattr(_held, "lines", None) is not None:
+        yield  # already inside a held block: its end writes everything
+        return
     _held.lines = []
     try:
         yield
     finally:
-        _release_held()
-        _held.lines = None
+        try:
+            _release_held()
+        finally:
+            _held.lines = None
 
 
 def _release_held() -> None:
@@ -178,10 +183,15 @@ def _release_held() -> None:
 
 
 def _write(handler: logging.Handler, text: str) -> None:
+    """Write to the handler's stream. A log that cannot be written (a full disk, a closed or
+    non-blocking stderr) loses those lines, never a job: the error is not raised."""
     if isinstance(handler, logging.StreamHandler):
         with handler.lock or contextlib.nullcontext():
-            handler.stream.write(text)
-            handler.stream.flush()
+            try:
+                handler.stream.write(text)
+                handler.stream.flush()
+            except (OSError, ValueError):
+                pass
 
 
 def event(name: str, level: int = logging.INFO, exc_info: bool = False, **fields: Any) -> None:

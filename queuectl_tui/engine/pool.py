@@ -39,6 +39,9 @@ from .wake import ChangeWatcher, Doorbell
 REAP_INTERVAL = 1.0  # seconds between checks for lost workers
 STOP_CHECK_INTERVAL = 0.5  # seconds between checks for a `worker stop` request
 PRUNE_AFTER_MS = 7 * 86_400_000  # stopped and lost workers are forgotten after a week
+# The dispatcher gives up on a locked database after this long and tries again later, so that
+# a long write elsewhere (a huge bulk enqueue) never stalls the supervision of running jobs.
+DISPATCH_LOCK_WAIT = 0.05
 WAKE_MODE_ENV = "QUEUECTL_WAKE"  # how idle workers learn of new work (see wake.py)
 WAKE_MODES = ("auto", "inotify", "poll")
 
@@ -168,7 +171,7 @@ class Pool:
         self.ctx = ctx = PoolContext(
             settings=settings,
             pid=self.pid,
-            open_store=lambda: open_store(path),
+            open_store=lambda: open_store(path, lock_wait=DISPATCH_LOCK_WAIT),
             doorbell=doorbell,
             watcher=watcher,
         )

@@ -141,10 +141,11 @@ class Run:
         self._exit_check_at = now + _EXIT_POLL
 
     def cancel(self, now: float) -> None:
-        """Stop the run: TERM to the group now, KILL after the grace period."""
+        """Stop the run: TERM to the group now, KILL after the grace period. A command that
+        has already exited is left to finish normally: its result stands."""
         if self.result is None and self.child is None:
             self.result = self._finish("cancel")  # never started
-        elif not self._exited and self._reason is None:
+        elif not self._exited and self._reason is None and not _has_exited(self.child.pid):
             self._stop_early("cancel", now)
 
     # -- driven by the supervisor --------------------------------------------------------------
@@ -214,6 +215,8 @@ class Run:
             self._kill_group(child.pid)
             child.wait()
             self._exited = True
+        elif self._leftovers_until is not None and _group_exists(child.pid):
+            self._kill_group(child.pid)  # the shell is gone, a leftover is not
         if self.pidfd is not None:
             os.close(self.pidfd)
             self.pidfd = None

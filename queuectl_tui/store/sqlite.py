@@ -3,6 +3,7 @@ state change, so that claims are atomic across threads and separate OS processes
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -179,6 +180,7 @@ class SQLiteStore(Store):
         lock_retry_seconds: float = 60.0,
     ) -> None:
         self.location = str(path)
+        self._busy_timeout = busy_timeout
         self._lock_retry_seconds = lock_retry_seconds
         self._lock = threading.RLock()
         self._write_lock = _process_write_lock(self.location)
@@ -244,7 +246,7 @@ class SQLiteStore(Store):
         read-then-update inside `body` cannot interleave with any other writer, in this
         process or another. Only taking the lock is retried (with backoff, beyond the busy
         timeout): `body` runs once, and any failure after it started rolls everything back."""
-        with self._lock, self._write_lock:
+        with self._lock, self._process_turn():
             conn = self._conn
             if durable:
                 conn.execute("PRAGMA synchronous = FULL")
@@ -263,6 +265,17 @@ class SQLiteStore(Store):
                 if durable:
                     conn.execute("PRAGMA synchronous = NORMAL")
 
+    @contextlib.contextmanager
+    def _process_turn(self) -> Iterator[None]:
+        """This process's turn to write (see _WRITE_LOCKS), waited for no longer than this
+        store would wait for SQLite's lock."""
+        if not self._write_lock.acquire(timeout=self._busy_timeout + self._lock_retry_seconds):
+            raise StoreBusyError(f"the database {self.location} is busy in this process")
+        try:
+            yield
+        finally:
+            self._write_lock.release()
+
     def _begin_immediate(self, conn: sqlite3.Connection) -> None:
         delay = 0.005
         deadline = time.monotonic() + self._lock_retry_seconds
@@ -274,9 +287,9 @@ class SQLiteStore(Store):
                 if not _is_locked(error):
                     raise StoreError(f"database error: {error}") from None
                 if time.monotonic() >= deadline:
+                    waited = self._busy_timeout + self._lock_retry_seconds
                     raise StoreBusyError(
-                        f"the database {self.location} stayed locked for "
-                        f"{self._lock_retry_seconds:.0f} s"
+                        f"the database {self.location} stayed locked for {waited:g} s"
                     ) from None
                 log.warning("database locked, retrying in %.0f ms", delay * 1000)
                 time.sleep(delay)

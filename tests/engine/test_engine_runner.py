@@ -7,7 +7,7 @@ import threading
 import time
 from pathlib import Path
 
-from engine_helpers import process_alive
+from engine_helpers import process_alive, wait_until
 
 from queuectl_tui.engine.runner import (
     Run,
@@ -260,3 +260,21 @@ def test_a_job_gets_default_sigpipe_so_pipelines_end_quietly(monkeypatch) -> Non
         monkeypatch.setattr(spawn, "_POSIX_SPAWN_SETSID", posix_spawn)
         result = run("yes | head -1")
         assert (result.outcome, result.output) == (Outcome.COMPLETED, "y\n")
+
+
+def test_a_cancel_after_the_command_exited_keeps_its_result() -> None:
+    supervisor = Supervisor()
+    one = make("echo did-the-work")
+    supervisor.start(one)
+    assert one.pid is not None
+    wait_until(lambda: _exited(one.pid), what="the shell to exit")
+    supervisor.cancel_all()  # a forced stop arrives before the loop noticed the exit
+    drive(supervisor, [one])
+    assert one.result is not None
+    assert (one.result.outcome, one.result.output) == (Outcome.COMPLETED, "did-the-work\n")
+
+
+def _exited(pid: int) -> bool:
+    import os
+
+    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None

@@ -6,7 +6,9 @@ from __future__ import annotations
 import io
 import json
 import logging
+import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -24,10 +26,13 @@ from queuectl_tui.timeutil import now_ms
 
 
 class InProcessPool:
-    def __init__(self, database: Path, count: int) -> None:
-        self.log = io.StringIO()
+    def __init__(
+        self, database: Path, count: int, log: io.StringIO | None = None, **settings: Any
+    ) -> None:
+        self.log = log or io.StringIO()
         events.configure("json", stream=self.log)
-        settings = replace(Settings(), database_path=str(database), heartbeat_interval=0.5)
+        settings = {"heartbeat_interval": 0.5, **settings}
+        settings = replace(Settings(), database_path=str(database), **settings)
         self.pool = Pool(settings, PoolOptions(count=count, log_format="json"))
         self.exit_code: int | None = None
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -197,3 +202,80 @@ def test_json_log_lines_parse() -> None:
     assert second["event"] == "log"
     assert second["message"] == "database locked, retrying in 5 ms"
     assert second["level"] == "warning"
+
+
+def test_a_locked_database_does_not_hold_up_timeouts(database: Path, tmp_path: Path) -> None:
+    pidfile = tmp_path / "victim.pid"
+    enqueue(database, "victim", f"echo $$ > {pidfile}; exec sleep 30", timeout=1.0, max_retries=0)
+    pool = InProcessPool(database, count=2)
+    pid = int(wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), what="victim"))
+    enqueue(database, "finishes-meanwhile", "sleep 0.3")
+    # Another writer (a long bulk enqueue, say) holds the write lock for a while.
+    locker = sqlite3.connect(database, isolation_level=None)
+    locker.execute("BEGIN IMMEDIATE")
+    try:
+        deadline = time.monotonic() + 15
+        while process_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        killed_while_locked = not process_alive(pid)
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+    assert killed_while_locked, "the timeout was not enforced while the database was locked"
+    wait_until(lambda: get(database, "victim").state is JobState.DEAD, what="victim recorded")
+    wait_until(lambda: get(database, "finishes-meanwhile").state is JobState.COMPLETED, what="it")
+    assert get(database, "victim").last_error == "timed out after 1 s"
+    assert pool.stop() == 0
+    assert pool.events("database error, retrying")
+
+
+class FlakyLog(io.StringIO):
+    """A log stream whose next write of a "completed" line fails, as a full disk would."""
+
+    fail_next = False
+
+    def write(self, text: str) -> int:
+        if self.fail_next and "completed" in text:
+            self.fail_next = False
+            raise OSError(28, "No space left on device")
+        return super().write(text)
+
+
+def test_a_log_that_cannot_be_written_harms_no_job(database: Path) -> None:
+    log = FlakyLog()
+    enqueue(database, "long", "sleep 1; echo finished", max_retries=0)
+    pool = InProcessPool(database, count=2, log=log)
+    wait_until(lambda: pool.events("claimed"), what="long to start")
+    log.fail_next = True
+    enqueue(database, "short", "true", max_retries=0)
+    wait_until(lambda: get(database, "short").state is JobState.COMPLETED, what="short")
+    wait_until(lambda: get(database, "long").state is JobState.COMPLETED, what="long")
+    assert not log.fail_next  # the failure did happen
+    assert pool.events("dispatcher error") == []
+    assert [e["job"] for e in pool.events("completed")] == ["long"]  # logged after the failure
+    assert pool.stop() == 0
+
+
+def test_a_crash_also_stops_what_a_finished_command_left_behind(
+    database: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    real = dispatch.Dispatcher._finished
+
+    def faulty(self: dispatch.Dispatcher, run) -> None:
+        if run.command == "echo boom":
+            raise RuntimeError("injected crash")
+        real(self, run)
+
+    monkeypatch.setattr(dispatch.Dispatcher, "_finished", faulty)
+    pidfile = tmp_path / "leftover.pid"
+    # The shell exits at once; its background child ignores TERM, so the run waits out the
+    # grace period before KILL when the dispatcher crashes.
+    command = f"(trap '' TERM; exec sleep 30) & echo $! > {pidfile}"
+    enqueue(database, "victim", command, max_retries=0)
+    pool = InProcessPool(database, count=2, kill_grace=30.0)
+    pid = int(wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), what="child"))
+    enqueue(database, "boom", "echo boom", max_retries=0)
+    wait_until(lambda: pool.events("worker replaced"), what="the replacement")
+    wait_until(lambda: not process_alive(pid), what="the leftover to be killed")
+    assert get(database, "victim").state is JobState.DEAD
+    assert pool.stop() == 0
