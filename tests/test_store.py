@@ -86,6 +86,37 @@ def test_bulk_enqueue_skips_known_idempotency_keys(store: SQLiteStore) -> None:
     assert store.counts()[JobState.PENDING] == 2
 
 
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {},
+        {"priority": -3},
+        {"run_at": "2030-01-01T00:00:00Z"},
+        {"max_retries": 0},
+        {"timeout": 1.5},
+        {"idempotency_key": "key-1"},
+        {"priority": 9, "max_retries": 4, "timeout": 60, "idempotency_key": "key-2"},
+    ],
+)
+def test_bulk_enqueue_stores_every_field_whatever_the_batch_sets(
+    store: SQLiteStore, fields: dict[str, object]
+) -> None:
+    """A batch sends only the fields some of its jobs set; the others must get defaults."""
+    plain, custom = spec(id="plain"), spec(id="custom", **fields)
+    store.enqueue_many([plain, custom], 3, NOW)
+    for wanted in (plain, custom):
+        job = store.get(wanted.id)
+        assert job is not None
+        assert (job.priority, job.max_retries, job.timeout, job.idempotency_key) == (
+            wanted.priority,
+            3 if wanted.max_retries is None else wanted.max_retries,
+            wanted.timeout,
+            wanted.idempotency_key,
+        )
+        assert job.run_at == (NOW if wanted.run_at is None else wanted.run_at)
+        assert (job.created_at, job.attempts, job.state) == (NOW, 0, JobState.PENDING)
+
+
 def test_claim_order_is_priority_then_run_at_then_creation(store: SQLiteStore) -> None:
     store.enqueue(spec(id="low"), 3, NOW)
     store.enqueue(spec(id="late", priority=5, run_at="2030-01-01T00:00:00Z"), 3, NOW)
