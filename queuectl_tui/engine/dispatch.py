@@ -77,6 +77,11 @@ class Slot:
     worker_id: str
     job: Job | None = None
     run: Run | None = None
+    freed: int = 0  # when it last became free (a turn count): the longest idle works first
+
+
+def _freed(slot: Slot) -> int:
+    return slot.freed
 
 
 class Dispatcher(threading.Thread):
@@ -92,6 +97,7 @@ class Dispatcher(threading.Thread):
         self._retry_at = 0.0
         self._retry_delay = RETRY_FIRST
         self._cancelled = False
+        self._turns = 0
 
     # -- read by the pool from its own thread (snapshots; the GIL keeps each read whole) -----
     @property
@@ -138,6 +144,7 @@ class Dispatcher(threading.Thread):
         ctx = self.ctx
         doorbell = ctx.doorbell
         while True:
+            self._turns += 1
             draining = ctx.draining.is_set()
             if ctx.forced.is_set() and not self._cancelled:
                 self._cancelled = True
@@ -145,7 +152,7 @@ class Dispatcher(threading.Thread):
             now = time.monotonic()
             if not self._look_for_work and now >= self._recheck_at:
                 self._look_for_work = True  # the idle safety net
-            free = [slot for slot in self.slots if slot.job is None]
+            free = sorted((slot for slot in self.slots if slot.job is None), key=_freed)
             claiming = bool(free) and self._look_for_work and not draining
             if (self._unrecorded or claiming) and now >= self._retry_at:
                 with events.held_lines():  # one write for the turn's log lines
@@ -172,6 +179,7 @@ class Dispatcher(threading.Thread):
             job, result.outcome, result.exit_code, result.output, result.error, now_ms()
         )
         slot.run = slot.job = None
+        slot.freed = self._turns
         self._unrecorded.append((slot, settlement))
         self._look_for_work = True  # a worker is free
 

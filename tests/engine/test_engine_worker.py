@@ -279,3 +279,13 @@ def test_a_crash_also_stops_what_a_finished_command_left_behind(
     wait_until(lambda: not process_alive(pid), what="the leftover to be killed")
     assert get(database, "victim").state is JobState.DEAD
     assert pool.stop() == 0
+
+
+def test_jobs_one_at_a_time_are_spread_over_the_workers(database: Path) -> None:
+    pool = InProcessPool(database, count=3)
+    for number in range(6):
+        enqueue(database, f"one-{number}", "true")
+        wait_until(lambda n=number: get(database, f"one-{n}").state is JobState.COMPLETED)
+    assert pool.stop() == 0
+    with open_store(database) as store:
+        assert sorted(w.jobs_done for w in store.list_workers()) == [2, 2, 2]
