@@ -267,10 +267,13 @@ def test_a_crash_also_stops_what_a_finished_command_left_behind(
         real(self, run)
 
     monkeypatch.setattr(dispatch.Dispatcher, "_finished", faulty)
-    pidfile = tmp_path / "leftover.pid"
-    # The shell exits at once; its background child ignores TERM, so the run waits out the
+    pidfile, ready = tmp_path / "leftover.pid", tmp_path / "ready"
+    # The shell exits as soon as its background child ignores TERM, so the run waits out the
     # grace period before KILL when the dispatcher crashes.
-    command = f"(trap '' TERM; exec sleep 30) & echo $! > {pidfile}"
+    command = (
+        f"(trap '' TERM; touch {ready}; exec sleep 30) & "
+        f"until [ -e {ready} ]; do sleep 0.01; done; echo $! > {pidfile}"
+    )
     enqueue(database, "victim", command, max_retries=0)
     pool = InProcessPool(database, count=2, kill_grace=30.0)
     pid = int(wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), what="child"))
