@@ -103,33 +103,51 @@ def _wait_for_completion(store: Store, jobs: int, timeout: float) -> None:
         time.sleep(0.01)
 
 
-def throughput(folder: Path, name: str, command: str, jobs: int, workers: int) -> Measure:
+def throughput(
+    folder: Path, name: str, command: str, jobs: int, workers: int, rounds: int = 1
+) -> Measure:
     """Jobs/s through an idle pool that receives `jobs` at once, against a bare thread pool
-    spawning the same command, run just before and just after (their mean is the baseline).
+    spawning the same command. Bare runs and queue runs alternate (bare first and last), and
+    each queue run is compared with the mean of the bare runs on either side of it; the
+    figures are medians over `rounds`, so that a noisy moment of the machine weighs less.
     Queue time runs from the enqueue commit to the last job's finish."""
-    bare_before = _run_bare_pool(command, jobs, workers)
+    bare = [_run_bare_pool(command, jobs, workers)]
+    queue: list[float] = []
     database = folder / f"{name}.db"
     open_store(database).close()
     with PoolProcess(database, workers, folder / f"{name}.log"), open_store(database) as store:
         time.sleep(0.5)  # let the pool settle into idle
-        enqueued_at = now_ms()
-        store.enqueue_many(
-            [JobSpec(f"{name}-{n}", command, 0, None, 0) for n in range(jobs)], 0, enqueued_at
-        )
-        _wait_for_completion(store, jobs, timeout=max(60.0, bare_before * 20))
-        done = store.list_jobs(JobState.COMPLETED, limit=jobs)
-        queue_seconds = (max(job.finished_at or 0 for job in done) - enqueued_at) / 1000
-    bare_after = _run_bare_pool(command, jobs, workers)
-    bare_seconds = (bare_before + bare_after) / 2
+        for round_number in range(rounds):
+            enqueued_at = now_ms()
+            prefix = f"{name}-{round_number}-"
+            store.enqueue_many(
+                [JobSpec(f"{prefix}{n}", command, 0, None, 0) for n in range(jobs)],
+                0,
+                enqueued_at,
+            )
+            done_before = jobs * round_number
+            _wait_for_completion(store, done_before + jobs, timeout=max(60.0, bare[-1] * 20))
+            finished = [
+                job.finished_at or 0
+                for job in store.list_jobs(JobState.COMPLETED, limit=jobs, newest_first=True)
+            ]
+            queue.append((max(finished) - enqueued_at) / 1000)
+            bare.append(_run_bare_pool(command, jobs, workers))
+            time.sleep(0.2)  # the pool back to idle before the next round
+    rates = [jobs / seconds for seconds in queue]
+    baselines = [2 * jobs / (bare[n] + bare[n + 1]) for n in range(rounds)]
     return Measure(
         f"throughput, {command!r} x {jobs}, {workers} workers",
-        jobs / queue_seconds,
+        statistics.median(rates),
         "jobs/s",
-        baseline=jobs / bare_seconds,
+        baseline=statistics.median(baselines),
         details={
-            "queue_seconds": round(queue_seconds, 3),
-            "bare_seconds_before": round(bare_before, 3),
-            "bare_seconds_after": round(bare_after, 3),
+            "rounds": rounds,
+            "queue_seconds": ",".join(f"{seconds:.3f}" for seconds in queue),
+            "bare_seconds": ",".join(f"{seconds:.3f}" for seconds in bare),
+            "ratios": ",".join(
+                f"{rate / base:.3f}" for rate, base in zip(rates, baselines, strict=True)
+            ),
         },
     )
 

@@ -24,6 +24,9 @@ def bench(
     trivial_jobs: int | None = typer.Option(None, "--trivial-jobs", min=1, help="'true' jobs."),
     pickup_jobs: int | None = typer.Option(None, "--pickup-jobs", min=1, help="Pickup samples."),
     scale: int | None = typer.Option(None, "--scale", min=1, help="Jobs in the scale database."),
+    rounds: int | None = typer.Option(
+        None, "--rounds", min=1, max=50, help="Throughput rounds (medians are reported)."
+    ),
     only: list[str] | None = typer.Option(
         None, "--only", help="Run only these: bulk, slow, trivial, pickup, scale, cli."
     ),
@@ -43,6 +46,7 @@ def bench(
         "pickup": pickup_jobs or (20 if quick else 200),
         "scale": scale or (20_000 if quick else 1_000_000),
     }
+    repeat = rounds or (1 if quick else 3)
     chosen = set(only or ("bulk", "slow", "trivial", "pickup", "scale", "cli"))
     unknown = chosen - {"bulk", "slow", "trivial", "pickup", "scale", "cli"}
     if unknown:
@@ -63,13 +67,13 @@ def bench(
         if "slow" in chosen:
             say(f"{sizes['slow']:,} x 'sleep 0.05' on {workers} workers, and the bare pool ...")
             results.append(
-                scenarios.throughput(folder, "slow", "sleep 0.05", sizes["slow"], workers)
+                scenarios.throughput(folder, "slow", "sleep 0.05", sizes["slow"], workers, repeat)
             )
             results[-1].target = ">= 0.97x the bare pool"
         if "trivial" in chosen:
             say(f"{sizes['trivial']:,} x 'true' on {workers} workers, and the bare pool ...")
             results.append(
-                scenarios.throughput(folder, "trivial", "true", sizes["trivial"], workers)
+                scenarios.throughput(folder, "trivial", "true", sizes["trivial"], workers, repeat)
             )
             results[-1].target = ">= 0.85x the bare pool"
         if "pickup" in chosen:
