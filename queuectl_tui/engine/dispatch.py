@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from ..config import Settings
 from ..models import Job, JobState, Outcome, WorkerStatus
@@ -80,8 +81,7 @@ class Slot:
     freed: int = 0  # when it last became free (a turn count): the longest idle works first
 
 
-def _freed(slot: Slot) -> int:
-    return slot.freed
+_BY_FREED = attrgetter("freed")
 
 
 class Dispatcher(threading.Thread):
@@ -152,7 +152,7 @@ class Dispatcher(threading.Thread):
             now = time.monotonic()
             if not self._look_for_work and now >= self._recheck_at:
                 self._look_for_work = True  # the idle safety net
-            free = sorted((slot for slot in self.slots if slot.job is None), key=_freed)
+            free = sorted((slot for slot in self.slots if slot.job is None), key=_BY_FREED)
             claiming = bool(free) and self._look_for_work and not draining
             if (self._unrecorded or claiming) and now >= self._retry_at:
                 with events.held_lines():  # one write for the turn's log lines

@@ -143,7 +143,9 @@ class Run:
     def cancel(self, now: float) -> None:
         """Stop the run: TERM to the group now, KILL after the grace period. A command that
         has already exited is left to finish normally: its result stands."""
-        if self.result is None and self.child is None:
+        if self.result is not None:
+            return  # over already (or it could not start)
+        if self.child is None:
             self.result = self._finish("cancel")  # never started
         elif not self._exited and self._reason is None and not _has_exited(self.child.pid):
             self._stop_early("cancel", now)

@@ -278,3 +278,16 @@ def _exited(pid: int) -> bool:
     import os
 
     return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+
+
+def test_cancelling_a_run_that_could_not_start_changes_nothing(monkeypatch) -> None:
+    from queuectl_tui.engine import spawn
+
+    monkeypatch.setattr(spawn, "SHELL", "/nonexistent/sh")
+    supervisor = Supervisor()
+    one = make("true")
+    supervisor.start(one)
+    supervisor.cancel_all()  # a forced stop in the same turn
+    finished, _ = supervisor.step(1)
+    assert finished == [one]
+    assert one.result is not None and "could not start" in (one.result.error or "")
