@@ -17,8 +17,8 @@ busy the watcher lies dormant: the dispatcher claims the next jobs in the transa
 settles the last ones, and wakes the watcher when a worker finds no work.
 
 Measured with `queuectl bench --only pickup` (QUEUECTL_WAKE=poll for the second) on 2 cores:
-inotify, idle pool 0.1-0.2% of a core, pickup p50 0.6 ms / p95 1.1 ms after the enqueue
-committed; poll, 5% of a core, p50 1.5 ms.
+inotify, idle pool 0.1-0.2% of a core, pickup p50 0.9 ms / p95 1.4 ms after the enqueue
+committed; poll, 4% of a core, p50 1.6 ms / p95 2.7 ms.
 """
 
 from __future__ import annotations
