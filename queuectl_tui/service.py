@@ -58,17 +58,34 @@ def parse_job_batches(
     Raises InputError naming the line at the first bad one, or at an id that appeared on an
     earlier line; a consumer that writes inside one transaction then writes nothing."""
     numbered = [(n, line) for n, line in enumerate(lines, start=1) if line.strip()]
-    first_line_of: dict[str, int] = {}
+    seen: set[str] = set()
     for start in range(0, len(numbered), batch_size):
         chunk = numbered[start : start + batch_size]
-        specs = [
-            _validate(number, obj) for (number, _), obj in zip(chunk, _decode(chunk), strict=True)
-        ]
-        for spec, (number, _) in zip(specs, chunk, strict=True):
-            earlier = first_line_of.setdefault(spec.id, number)
-            if earlier != number:
-                raise InputError(f"line {number}: id '{spec.id}' already appears on line {earlier}")
+        objects = _decode(chunk)
+        try:
+            specs = [parse_job_spec(obj) for obj in objects]
+        except JobSpecError:  # find the first bad line again, to name it
+            specs = [
+                _validate(number, obj) for (number, _), obj in zip(chunk, objects, strict=True)
+            ]
+        before = len(seen)
+        seen.update(spec.id for spec in specs)
+        if len(seen) - before != len(specs):
+            _repeated_id(numbered[: start + len(chunk)], specs, start)
         yield specs
+
+
+def _repeated_id(numbered: list[tuple[int, str]], specs: list[JobSpec], start: int) -> None:
+    """Raise InputError for the first id of this chunk that appeared on an earlier line (the
+    rare path: the ids of earlier chunks are read again to find where)."""
+    first_line_of: dict[str, int] = {}
+    for number, line in numbered[:start]:
+        spec = parse_job_spec(json.loads(line))
+        first_line_of.setdefault(spec.id, number)
+    for spec, (number, _) in zip(specs, numbered[start:], strict=True):
+        earlier = first_line_of.setdefault(spec.id, number)
+        if earlier != number:
+            raise InputError(f"line {number}: id '{spec.id}' already appears on line {earlier}")
 
 
 def _decode(chunk: list[tuple[int, str]]) -> list[object]:

@@ -1,0 +1,40 @@
+"""Bulk input: JSON Lines parsed and validated in batches, errors named by line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from queuectl_tui.service import InputError, parse_job_batches
+
+
+def lines(*jobs: dict[str, object]) -> list[str]:
+    return [json.dumps(job) + "\n" for job in jobs]
+
+
+def test_batches_keep_the_order_and_give_ids_to_jobs_without_one() -> None:
+    given = lines({"id": "a", "command": "x"}, {"command": "y"}, {"id": "c", "command": "z"})
+    batches = list(parse_job_batches(["\n", *given], batch_size=2))
+    assert [len(batch) for batch in batches] == [2, 1]
+    specs = [spec for batch in batches for spec in batch]
+    assert [spec.command for spec in specs] == ["x", "y", "z"]
+    assert specs[0].id == "a" and specs[2].id == "c" and len(specs[1].id) == 16
+
+
+@pytest.mark.parametrize("batch_size", [1, 2, 10])
+def test_a_repeated_id_is_named_with_both_lines(batch_size: int) -> None:
+    given = lines(
+        {"command": "no id"},
+        {"id": "z", "command": "first"},
+        {"command": "no id either"},
+        {"id": "z", "command": "again"},
+    )
+    with pytest.raises(InputError, match=r"^line 4: id 'z' already appears on line 2$"):
+        list(parse_job_batches(given, batch_size=batch_size))
+
+
+def test_the_first_bad_line_is_named() -> None:
+    given = lines({"id": "a", "command": "x"}, {"id": "b"}, {"id": "c", "command": 3})
+    with pytest.raises(InputError, match=r"^line 2: field 'command' is required$"):
+        list(parse_job_batches(given, batch_size=10))
