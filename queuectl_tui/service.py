@@ -80,7 +80,7 @@ def _repeated_id(numbered: list[tuple[int, str]], specs: list[JobSpec], start: i
     rare path: the ids of earlier chunks are read again to find where)."""
     first_line_of: dict[str, int] = {}
     for number, line in numbered[:start]:
-        spec = parse_job_spec(json.loads(line))
+        spec = parse_job_spec(_decode_json(line))
         first_line_of.setdefault(spec.id, number)
     for spec, (number, _) in zip(specs, numbered[start:], strict=True):
         earlier = first_line_of.setdefault(spec.id, number)
@@ -88,14 +88,16 @@ def _repeated_id(numbered: list[tuple[int, str]], specs: list[JobSpec], start: i
             raise InputError(f"line {number}: id '{spec.id}' already appears on line {earlier}")
 
 
+_decode_json = json.JSONDecoder().decode
+
+
 def _decode(chunk: list[tuple[int, str]]) -> list[object]:
-    try:  # one C-level parse of the whole chunk; per-line parsing only to locate an error
-        objects = json.loads("[" + ",".join(line for _, line in chunk) + "]")
-        if len(objects) == len(chunk):
-            return objects
+    # Each line parsed on its own: joining lines into one array would let a value that spans
+    # two lines, or two values on one line, pass. The slower pass only words the error.
+    try:
+        return [_decode_json(line) for _, line in chunk]
     except ValueError:
-        pass
-    return [_decode_line(number, line) for number, line in chunk]
+        return [_decode_line(number, line) for number, line in chunk]
 
 
 def _decode_line(number: int, line: str) -> object:

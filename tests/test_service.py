@@ -38,3 +38,9 @@ def test_the_first_bad_line_is_named() -> None:
     given = lines({"id": "a", "command": "x"}, {"id": "b"}, {"id": "c", "command": 3})
     with pytest.raises(InputError, match=r"^line 2: field 'command' is required$"):
         list(parse_job_batches(given, batch_size=10))
+
+
+def test_a_value_split_over_two_lines_is_rejected_even_when_the_count_matches() -> None:
+    given = ['{"command":"a"\n', '"id":"x"}\n', '{"command":"b"},{"command":"c"}\n']
+    with pytest.raises(InputError, match=r"^line 1: invalid JSON"):
+        list(parse_job_batches(given))
