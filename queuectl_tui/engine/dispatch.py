@@ -38,6 +38,8 @@ IDLE_RECHECK = 5.0
 # doubling up to the maximum; supervision goes on meanwhile.
 RETRY_FIRST = 0.05
 RETRY_MAX = 1.0
+# After a crash, how long the dispatcher keeps trying to record what it knows.
+RECORD_AT_EXIT = 30.0
 
 
 @dataclass
@@ -322,7 +324,8 @@ class Dispatcher(threading.Thread):
     def _record_on_the_way_out(self, store: Store, crash: Exception | None) -> None:
         """After a crash, record what is known: results not yet written, and the jobs whose
         commands were just killed, as failed by an internal error. (After a normal stop there
-        is nothing left.) One try; what fails here the pool recovers as lost."""
+        is nothing left.) Tried for up to RECORD_AT_EXIT seconds; what still fails the pool
+        recovers as lost."""
         for slot in self.slots:
             if slot.job is not None:  # its command was running
                 error = f"internal error in the worker: {crash!r}"
@@ -332,17 +335,20 @@ class Dispatcher(threading.Thread):
         if not self._unrecorded:
             return
         settings = self.ctx.settings
-        try:
-            exchange = store.exchange(
+        give_up_at = time.monotonic() + RECORD_AT_EXIT
+        exchange = retry_store_call(
+            "record results",
+            lambda: store.exchange(
                 [settlement for _, settlement in self._unrecorded],
                 [],
                 self.ctx.pid,
                 now_ms(),
                 settings.backoff_base,
                 settings.max_backoff,
-            )
-        except StoreError as error:
-            events.event("database error", level=logging.WARNING, error=str(error))
+            ),
+            lambda: time.monotonic() >= give_up_at,
+        )
+        if exchange is None:
             return
         for (slot, settlement), result in zip(self._unrecorded, exchange.settled, strict=True):
             self._report(slot.worker_id, settlement, result)
