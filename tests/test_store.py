@@ -29,8 +29,14 @@ def settle(store, job, outcome=Outcome.COMPLETED, now=NOW + 1000, exit_code=0, *
         Settlement(job, outcome, exit_code, kw.get("output", "out"), kw.get("error"), now),
         BASE,
         CAP,
-        claim_next=kw.get("claim_next", False),
     )
+
+
+def settle_and_claim(store, job, now=NOW + 1000):
+    """Record a completed run and claim the same worker's next job, in one exchange."""
+    settlement = Settlement(job, Outcome.COMPLETED, 0, "out", None, now)
+    exchange = store.exchange([settlement], [job.worker_id], 1, now, BASE, CAP)
+    return exchange.settled[0], exchange.claimed.get(job.worker_id)
 
 
 def register(store: SQLiteStore, *ids: str, status=WorkerStatus.IDLE, now: int = NOW) -> None:
@@ -254,8 +260,8 @@ def test_a_worker_declared_lost_claims_nothing(store: SQLiteStore) -> None:
     first = store.claim("w1", 1, NOW)
     store.recover_orphans(["w1"], BASE, CAP, NOW + 1)  # another pool thinks it died
     assert store.claim("w1", 1, NOW + 2) is None
-    late = settle(store, first, claim_next=True)
-    assert late.state is None and late.next_job is None
+    late, next_job = settle_and_claim(store, first)
+    assert late.state is None and next_job is None
     assert store.counts()[JobState.PROCESSING] == 0
     register(store, "w1", now=NOW + 3)  # its pool registers it again
     assert store.claim("w1", 1, NOW + 4) is not None
@@ -277,15 +283,15 @@ def test_cancelled_run_returns_to_pending_without_spending_an_attempt(store: SQL
     assert claim(store, now=NOW + 2000).attempts == 1
 
 
-def test_settle_can_claim_the_next_job_in_the_same_transaction(store: SQLiteStore) -> None:
+def test_one_exchange_settles_a_run_and_claims_the_next_job(store: SQLiteStore) -> None:
     register(store, "w1")
     store.enqueue(spec(id="a"), 3, NOW)
     store.enqueue(spec(id="b"), 3, NOW)
     first = claim(store)
-    result = settle(store, first, claim_next=True)
+    result, next_job = settle_and_claim(store, first)
     assert result.state is JobState.COMPLETED
-    assert result.next_job is not None and result.next_job.id == "b"
-    assert result.next_job.worker_id == "w1"
+    assert next_job is not None and next_job.id == "b"
+    assert next_job.worker_id == "w1"
     assert store.list_workers()[0].current_job == "b"
 
 

@@ -59,12 +59,18 @@ class QueueMachine(RuleBasedStateMachine):
     def settle(self, data: st.DataObject, outcome: Outcome, next_job: bool) -> None:
         job_id = data.draw(st.sampled_from(sorted(self.held)))
         job = self.held.pop(job_id)
-        result = self.store.settle(
-            Settlement(job, outcome, 0, "", None, self.now), 2.0, 60.0, claim_next=next_job
+        exchange = self.store.exchange(
+            [Settlement(job, outcome, 0, "", None, self.now)],
+            [job.worker_id or ""] if next_job else [],
+            1,
+            self.now,
+            2.0,
+            60.0,
         )
-        if result.next_job is not None:
-            assert result.next_job.id not in self.held
-            self.held[result.next_job.id] = result.next_job
+        result = exchange.settled[0]
+        for claimed in exchange.claimed.values():
+            assert claimed.id not in self.held
+            self.held[claimed.id] = claimed
         if result.state is None:
             return
         expected = {

@@ -53,7 +53,6 @@ class Settlement:
 class SettleResult:
     state: JobState | None  # None: fenced out (the job was recovered meanwhile), nothing changed
     run_at: int | None  # when a failed job may run again
-    next_job: Job | None = None  # claimed in the same transaction when asked to
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,26 +203,19 @@ class Store(ABC):
         return self.exchange([], [worker_id], pid, now, 0.0, 0.0).claimed.get(worker_id)
 
     def settle(
-        self,
-        settlement: Settlement,
-        backoff_base: float,
-        max_backoff: float,
-        claim_next: bool = False,
+        self, settlement: Settlement, backoff_base: float, max_backoff: float
     ) -> SettleResult:
-        """Record a run's result, fenced by owner and attempt; optionally claim the next job for
-        the same worker in the same transaction."""
+        """Record one run's result, fenced by owner and run."""
         job = settlement.job
-        worker_id = job.worker_id or ""
         done = self.exchange(
             [settlement],
-            [worker_id] if claim_next else [],
+            [],
             job.worker_pid or 0,
             settlement.finished_at,
             backoff_base,
             max_backoff,
         )
-        result = done.settled[0]
-        return SettleResult(result.state, result.run_at, done.claimed.get(worker_id))
+        return done.settled[0]
 
     @abstractmethod
     def next_run_at(self, after: int) -> int | None:
