@@ -174,30 +174,47 @@ class Dispatcher(threading.Thread):
 
     def _finished(self, run: Run) -> None:
         slot = self._by_run.pop(id(run))
-        job = slot.job
-        assert job is not None and run.result is not None
         result = run.result
-        settlement = Settlement(
-            job, result.outcome, result.exit_code, result.output, result.error, now_ms()
-        )
-        slot.run = slot.job = None
+        assert result is not None
+        self._hand_in(slot, result.outcome, result.error, result.exit_code, result.output)
         slot.freed = self._turns
-        self._unrecorded.append((slot, settlement))
         self._look_for_work = True  # a worker is free
 
+    def _hand_in(
+        self,
+        slot: Slot,
+        outcome: Outcome,
+        error: str | None,
+        exit_code: int | None = None,
+        output: str = "",
+    ) -> None:
+        """The slot's job is over, run or not: its result waits for the next exchange."""
+        job = slot.job
+        assert job is not None
+        settlement = Settlement(job, outcome, exit_code, output, error, now_ms())
+        slot.run = slot.job = None
+        self._unrecorded.append((slot, settlement))
+
+    def _send(self, store: Store, claimants: list[Slot]) -> Exchange:
+        """Record every waiting result and claim for `claimants`, in one transaction; then
+        report the results. On a StoreError the results keep waiting."""
+        settings = self.ctx.settings
+        exchange = store.exchange(
+            [settlement for _, settlement in self._unrecorded],
+            [slot.worker_id for slot in claimants],
+            self.ctx.pid,
+            now_ms(),
+            settings.backoff_base,
+            settings.max_backoff,
+        )
+        recorded, self._unrecorded = self._unrecorded, []
+        for (slot, settlement), result in zip(recorded, exchange.settled, strict=True):
+            self._report(slot.worker_id, settlement, result)
+        return exchange
+
     def _exchange(self, store: Store, supervisor: Supervisor, free: list[Slot]) -> None:
-        ctx = self.ctx
-        settings = ctx.settings
-        settlements = [settlement for _, settlement in self._unrecorded]
         try:
-            exchange = store.exchange(
-                settlements,
-                [slot.worker_id for slot in free],
-                ctx.pid,
-                now_ms(),
-                settings.backoff_base,
-                settings.max_backoff,
-            )
+            exchange = self._send(store, free)
         except StoreError as error:
             events.event(
                 "database error, retrying",
@@ -211,9 +228,6 @@ class Dispatcher(threading.Thread):
             return
         self._retry_at = 0.0
         self._retry_delay = RETRY_FIRST
-        recorded, self._unrecorded = self._unrecorded, []
-        for (slot, settlement), result in zip(recorded, exchange.settled, strict=True):
-            self._report(slot.worker_id, settlement, result)
         self._start_claimed(supervisor, free, exchange)
 
     def _start_claimed(self, supervisor: Supervisor, free: list[Slot], exchange: Exchange) -> None:
@@ -241,10 +255,7 @@ class Dispatcher(threading.Thread):
             if ctx.draining.is_set():
                 # Claimed just as the pool began to stop: hand it back without spending an
                 # attempt.
-                reason = "the pool stopped before the job started"
-                settlement = Settlement(job, Outcome.CANCELLED, None, "", reason, now_ms())
-                slot.job = None
-                self._unrecorded.append((slot, settlement))
+                self._hand_in(slot, Outcome.CANCELLED, "the pool stopped before the job started")
                 continue
             try:
                 run = Run(
@@ -270,10 +281,7 @@ class Dispatcher(threading.Thread):
                     self._by_run.pop(id(slot.run), None)
                     slot.run.close()
                     slot.run = None
-                error_text = f"internal error in the worker: {error!r}"
-                settlement = Settlement(job, Outcome.FAILED, None, "", error_text, now_ms())
-                slot.job = None
-                self._unrecorded.append((slot, settlement))
+                self._hand_in(slot, Outcome.FAILED, f"internal error in the worker: {error!r}")
 
     def _report(self, worker_id: str, settlement: Settlement, result: SettleResult) -> None:
         job = settlement.job
@@ -328,31 +336,13 @@ class Dispatcher(threading.Thread):
         recovers as lost."""
         for slot in self.slots:
             if slot.job is not None:  # its command was running
-                error = f"internal error in the worker: {crash!r}"
-                settlement = Settlement(slot.job, Outcome.FAILED, None, "", error, now_ms())
-                slot.job = slot.run = None
-                self._unrecorded.append((slot, settlement))
+                self._hand_in(slot, Outcome.FAILED, f"internal error in the worker: {crash!r}")
         if not self._unrecorded:
             return
-        settings = self.ctx.settings
         give_up_at = time.monotonic() + RECORD_AT_EXIT
-        exchange = retry_store_call(
-            "record results",
-            lambda: store.exchange(
-                [settlement for _, settlement in self._unrecorded],
-                [],
-                self.ctx.pid,
-                now_ms(),
-                settings.backoff_base,
-                settings.max_backoff,
-            ),
-            lambda: time.monotonic() >= give_up_at,
+        retry_store_call(
+            "record results", lambda: self._send(store, []), lambda: time.monotonic() >= give_up_at
         )
-        if exchange is None:
-            return
-        for (slot, settlement), result in zip(self._unrecorded, exchange.settled, strict=True):
-            self._report(slot.worker_id, settlement, result)
-        self._unrecorded = []
 
     def _mark_stopped(self, store: Store) -> None:
         now = now_ms()

@@ -100,17 +100,22 @@ def test_a_bug_while_starting_a_job_fails_that_job_and_the_pool_carries_on(
     assert all(w.status is WorkerStatus.STOPPED for w in workers)
 
 
-def test_a_crashed_dispatcher_records_its_jobs_and_fresh_workers_take_over(
-    database: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def crash_when_finished(monkeypatch: pytest.MonkeyPatch, command: str) -> None:
+    """Make the dispatcher crash (an injected bug) when a run of `command` ends."""
     real = dispatch.Dispatcher._finished
 
     def faulty(self: dispatch.Dispatcher, run) -> None:
-        if run.command == "echo boom":
+        if run.command == command:
             raise RuntimeError("injected crash")
         real(self, run)
 
     monkeypatch.setattr(dispatch.Dispatcher, "_finished", faulty)
+
+
+def test_a_crashed_dispatcher_records_its_jobs_and_fresh_workers_take_over(
+    database: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    crash_when_finished(monkeypatch, "echo boom")
     pidfile = tmp_path / "victim.pid"
     enqueue(database, "victim", f"sleep 30 & echo $! > {pidfile}; wait", max_retries=0)
     pool = InProcessPool(database, count=2)
@@ -259,14 +264,7 @@ def test_a_log_that_cannot_be_written_harms_no_job(database: Path) -> None:
 def test_a_crash_also_stops_what_a_finished_command_left_behind(
     database: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    real = dispatch.Dispatcher._finished
-
-    def faulty(self: dispatch.Dispatcher, run) -> None:
-        if run.command == "echo boom":
-            raise RuntimeError("injected crash")
-        real(self, run)
-
-    monkeypatch.setattr(dispatch.Dispatcher, "_finished", faulty)
+    crash_when_finished(monkeypatch, "echo boom")
     pidfile, ready = tmp_path / "leftover.pid", tmp_path / "ready"
     # The shell exits as soon as its background child ignores TERM, so the run waits out the
     # grace period before KILL when the dispatcher crashes.
