@@ -117,6 +117,9 @@ ACTIONS: tuple[ActionSpec, ...] = (
 )
 
 MUTATING = frozenset(spec.name for spec in ACTIONS if spec.mutating)
+NAMES = frozenset(spec.name for spec in ACTIONS)
+# About a table of jobs: refused on the Workers pane.
+TABLE_ACTIONS = frozenset(spec.name for spec in ACTIONS if spec.section == TABLES)
 
 
 def bindings() -> list[Binding]:

@@ -46,9 +46,6 @@ STATE_TABS = actions.STATE_TABS
 PANE_TITLES = {Pane.JOBS: "Jobs", Pane.WORKERS: "Workers", Pane.DEAD: "Dead letters"}
 # Actions still allowed while a job's detail is open (modal dialogs allow none).
 DETAIL_ACTIONS = frozenset({"new_job", "help", "quit", "toggle_pause", "start_pool", "stop_pools"})
-TABLE_ACTIONS = frozenset(
-    {"filter", "clear_filter", "open_job", "retry_selected", "next_page", "prev_page", "first_page"}
-)
 
 
 class QueueConsole(QueueOperations, App[None]):
@@ -281,7 +278,7 @@ class QueueConsole(QueueOperations, App[None]):
     def update_tab_labels(self, snapshot: Snapshot) -> None:
         by_state = snapshot.counts.by_state
         tabs = self.query_one("#states", Tabs)
-        total = sum(by_state.values())
+        total = snapshot.counts.total
         for index, name in enumerate(STATE_TABS, start=1):
             count = total if name == "all" else by_state.get(JobState(name), 0)
             tab = tabs.query_one(f"#state-{name}", Tab)
@@ -320,9 +317,9 @@ class QueueConsole(QueueOperations, App[None]):
                 status.append(" · matching ", style="dim")
                 status.append(printable(request.search, single_line=True))
             else:
-                state = JobState.DEAD if request.pane is Pane.DEAD else request.state
-                by_state = snapshot.counts.by_state
-                total = sum(by_state.values()) if state is None else by_state.get(state, 0)
+                state = request.job_state
+                counts = snapshot.counts
+                total = counts.total if state is None else counts.by_state.get(state, 0)
                 first = (page - 1) * self.page_size + 1 if shown else 0
                 last = first + shown - 1 if shown else 0
                 if page == 1:
@@ -334,8 +331,7 @@ class QueueConsole(QueueOperations, App[None]):
 
     # -- permissions ----------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        known = {spec.name for spec in actions.ACTIONS}
-        if action not in known:
+        if action not in actions.NAMES:
             return True
         if self.readonly and action in actions.MUTATING:
             return False
@@ -343,12 +339,10 @@ class QueueConsole(QueueOperations, App[None]):
             return False
         if isinstance(self.screen, JobDetailScreen):
             return action in DETAIL_ACTIONS
-        if self.pane is Pane.WORKERS and action in TABLE_ACTIONS:
+        if self.pane is Pane.WORKERS and action in actions.TABLE_ACTIONS:
             return False
         if action == "retry_all":  # "all shown": only where dead jobs are what is shown
-            return self.pane is Pane.DEAD or (
-                self.pane is Pane.JOBS and self.state is JobState.DEAD
-            )
+            return self.view_request().job_state is JobState.DEAD
         if action == "clear_filter":
             return bool(self.search) or self.query_one("#filter-bar").display
         return True

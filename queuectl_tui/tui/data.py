@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from ..models import Job, JobState, QueueCounts, Worker, WorkerStatus
+from ..models import ACTIVE_WORKER_STATUSES, Job, JobState, QueueCounts, Worker
 from ..store import Store
 
 MAX_WORKER_ROWS = 200
@@ -33,6 +33,11 @@ class ViewRequest:
     search: str = ""
     anchor: int | None = None  # seq just above the page (newest first); None = first page
     page_size: int = 100
+
+    @property
+    def job_state(self) -> JobState | None:
+        """The state of the jobs shown: the dead pane shows the DLQ, the jobs pane its tab."""
+        return JobState.DEAD if self.pane is Pane.DEAD else self.state
 
 
 @dataclass(slots=True)
@@ -60,9 +65,8 @@ def read_snapshot(
     if request.pane is Pane.WORKERS:
         snapshot.workers = ordered_workers(store.list_workers())
     else:
-        state = JobState.DEAD if request.pane is Pane.DEAD else request.state
         snapshot.jobs = store.list_jobs(
-            state,
+            request.job_state,
             limit=request.page_size,
             after_seq=request.anchor,
             newest_first=True,
@@ -71,14 +75,11 @@ def read_snapshot(
     return snapshot
 
 
-_ACTIVE = (WorkerStatus.BUSY, WorkerStatus.IDLE, WorkerStatus.STOPPING)
-
-
 def ordered_workers(workers: list[Worker]) -> list[Worker]:
     """Running workers first (newest pool first), then the most recently ended ones."""
-    active = [w for w in workers if w.status in _ACTIVE]
+    active = [w for w in workers if w.status in ACTIVE_WORKER_STATUSES]
     ended = sorted(
-        (w for w in workers if w.status not in _ACTIVE),
+        (w for w in workers if w.status not in ACTIVE_WORKER_STATUSES),
         key=lambda w: w.stopped_at or w.last_heartbeat,
         reverse=True,
     )

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from rich.text import Text
 
 from ..display import last_line, printable
-from ..models import Job, JobState, Worker, WorkerStatus
-from ..timeutil import human_seconds, to_iso
+from ..models import ACTIVE_WORKER_STATUSES, Job, JobState, Worker, WorkerStatus
+from ..timeutil import human_age, human_seconds, to_iso
 
 STATE_STYLES: dict[JobState, str] = {
     JobState.PENDING: "cyan",
@@ -47,13 +47,6 @@ def number(value: int | None, style: str = "") -> Text:
     return Text("" if value is None else f"{value:,}", style=style, justify="right")
 
 
-def age(ms: int | None, now: int) -> str:
-    """How long ago, e.g. '4s' or '3m05s'; empty for None."""
-    if ms is None:
-        return ""
-    return human_seconds(max(0, now - ms) / 1000)
-
-
 def timestamp(ms: int | None) -> str:
     """ISO 8601 UTC to the second, for fields in the job detail."""
     return "" if ms is None else (to_iso(ms) or "")[:19].replace("T", " ") + " UTC"
@@ -73,9 +66,9 @@ def next_run(job: Job, now: int) -> Text:
 
 def elapsed(job: Job, now: int) -> str:
     """How long a processing job has been running."""
-    if job.state is not JobState.PROCESSING or job.claimed_at is None:
+    if job.state is not JobState.PROCESSING:
         return ""
-    return human_seconds(max(0, now - job.claimed_at) / 1000)
+    return human_age(job.claimed_at, now)
 
 
 def attempts_text(job: Job) -> Text:
@@ -94,7 +87,7 @@ def error_line(job: Job, width: int | None = None) -> Text:
 
 
 def is_stale(worker: Worker, now: int, stale_after_s: float) -> bool:
-    active = worker.status in (WorkerStatus.IDLE, WorkerStatus.BUSY, WorkerStatus.STOPPING)
+    active = worker.status in ACTIVE_WORKER_STATUSES
     return active and (now - worker.last_heartbeat) / 1000 > stale_after_s
 
 

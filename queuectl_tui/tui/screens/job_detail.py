@@ -167,20 +167,18 @@ class JobDetailScreen(Screen[None]):
         shown = {str(key.value) for key in table.rows}
         for attempt in attempts:
             key = str(attempt.number)
-            cells = (
+            if key in shown:  # attempts never change once recorded
+                continue
+            table.add_row(
                 Text(str(attempt.number)),
                 fmt.plain(attempt.worker_id or ""),
                 Text(fmt.timestamp(attempt.started_at)),
                 Text(_duration(attempt)),
                 fmt.exit_text(attempt.exit_code),
-                Text(
-                    attempt.outcome.value,
-                    style="green" if attempt.outcome.value == "completed" else "red",
-                ),
+                Text(attempt.outcome.value, style=_outcome_style(attempt)),
                 Text(last_line(attempt.error)),
+                key=key,
             )
-            if key not in shown:
-                table.add_row(*cells, key=key)
         if attempts and self._shown_attempt is None:
             table.move_cursor(row=len(attempts) - 1, animate=False)
             self.show_output(attempts[-1])

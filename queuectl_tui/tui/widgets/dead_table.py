@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from rich.text import Text
 
 from ...models import Job
+from ...timeutil import human_age
 from .. import format as fmt
 from .columns import ColumnSpec, ColumnTable
 
@@ -26,7 +27,7 @@ class DeadTable(ColumnTable[Job]):
             fmt.plain(job.id),
             fmt.number(job.runs),
             fmt.exit_text(job.exit_code),
-            Text(fmt.age(job.updated_at, now), style="dim"),
+            Text(human_age(job.updated_at, now), style="dim"),
             fmt.error_line(job),
             fmt.plain(job.command),
         )

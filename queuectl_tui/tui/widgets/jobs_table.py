@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from rich.text import Text
 
 from ...models import Job
+from ...timeutil import human_age
 from .. import format as fmt
 from .columns import ColumnSpec, ColumnTable
 
@@ -31,7 +32,7 @@ class JobsTable(ColumnTable[Job]):
             fmt.number(job.priority),
             fmt.attempts_text(job),
             fmt.next_run(job, now),
-            Text(fmt.age(job.updated_at, now), style="dim"),
+            Text(human_age(job.updated_at, now), style="dim"),
             fmt.plain(job.worker_id or ""),
             fmt.exit_text(job.exit_code),
             fmt.plain(job.command),

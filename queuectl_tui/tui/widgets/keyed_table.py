@@ -71,7 +71,8 @@ class KeyedTable(DataTable[Text]):
                     self.update_cell(key, column_keys[index], after)
                     current[index] = after
         order_now = [k for k in self._order if k in wanted_set]
-        order_now += [k for k in wanted if k not in set(order_now)]
+        kept = set(order_now)
+        order_now += [k for k in wanted if k not in kept]
         if order_now != wanted:
             rank = {id(self._cells[key][0]): index for index, key in enumerate(wanted)}
             self.sort(key=lambda values: rank[id(values[0])])
@@ -109,26 +110,27 @@ class KeyedTable(DataTable[Text]):
             self.move_cursor(row=self._order.index(key), animate=False)
 
     # -- paging at the edges ------------------------------------------------------------------
+    def _at_edge(self, direction: int) -> bool:
+        """At the last row going down (or the first going up): ask for the next page."""
+        if not self._order:
+            return False
+        edge = self.cursor_row >= len(self._order) - 1 if direction > 0 else self.cursor_row == 0
+        if edge:
+            self.post_message(self.PageEdge(self, direction))
+        return edge
+
     def action_cursor_down(self) -> None:
-        if self._order and self.cursor_row >= len(self._order) - 1:
-            self.post_message(self.PageEdge(self, +1))
-        else:
+        if not self._at_edge(+1):
             super().action_cursor_down()
 
     def action_cursor_up(self) -> None:
-        if self._order and self.cursor_row == 0:
-            self.post_message(self.PageEdge(self, -1))
-        else:
+        if not self._at_edge(-1):
             super().action_cursor_up()
 
     def action_page_down(self) -> None:
-        if self._order and self.cursor_row >= len(self._order) - 1:
-            self.post_message(self.PageEdge(self, +1))
-        else:
+        if not self._at_edge(+1):
             super().action_page_down()
 
     def action_page_up(self) -> None:
-        if self._order and self.cursor_row == 0:
-            self.post_message(self.PageEdge(self, -1))
-        else:
+        if not self._at_edge(-1):
             super().action_page_up()

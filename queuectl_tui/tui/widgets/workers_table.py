@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from rich.text import Text
 
 from ...models import Worker
+from ...timeutil import human_age
 from .. import format as fmt
 from .columns import ColumnSpec, ColumnTable
 
@@ -32,7 +33,7 @@ class WorkersTable(ColumnTable[Worker]):
         status = Text(worker.status.value, style=fmt.WORKER_STYLES.get(worker.status, ""))
         if stale:
             status = Text(f"{worker.status.value} STALE", style="bold white on red")
-        beat = Text(fmt.age(worker.last_heartbeat, now) + " ago")
+        beat = Text(human_age(worker.last_heartbeat, now) + " ago")
         if stale:
             beat.stylize("bold red")
         elif worker.status.value in ("stopped", "lost"):
