@@ -239,30 +239,32 @@ def load_settings(
     override = db_path or env.get(ENV_DB)
     if override:
         settings = replace(settings, database_path=str(Path(override).expanduser()))
+    _check_intervals(settings)
+    return settings
+
+
+def _check_intervals(settings: Settings) -> None:
     if settings.heartbeat_interval >= settings.stale_worker_timeout:
         raise ConfigError(
             "heartbeat-interval must be shorter than stale-worker-timeout "
             f"({_num(settings.heartbeat_interval)} >= {_num(settings.stale_worker_timeout)})"
         )
-    return settings
 
 
 def write_setting(path: Path, name: str, value: str) -> tuple[SettingSpec, Any]:
     """Validate and store one setting in the config file, atomically; returns what was set."""
     spec = setting_spec(name)
     coerced = coerce(spec, value)
-    current: dict[str, Any] = {}
+    current: dict[str, Any] = {}  # the file as written, old names included
+    values: dict[str, Any] = {}  # what it sets, validated
     if path.exists():
-        read_config_file(path)  # refuse to rewrite a broken file
+        values = read_config_file(path)  # also refuses to rewrite a broken file
         current = json.loads(path.read_text(encoding="utf-8"))
         for alias, key in ALIASES.items():
             if alias in current and key == spec.key:
                 del current[alias]
-    current[spec.key] = coerced
-    merged = {s.key: current.get(s.key, s.default) for s in SETTINGS} | current
-    check = replace(Settings(), **{k: v for k, v in merged.items() if k in SETTINGS_BY_KEY})
-    if check.heartbeat_interval >= check.stale_worker_timeout:
-        raise ConfigError("heartbeat-interval must be shorter than stale-worker-timeout")
+    current[spec.key] = values[spec.key] = coerced
+    _check_intervals(replace(Settings(), **values))
     _write_atomically(path, json.dumps(current, indent=2) + "\n")
     return spec, coerced
 

@@ -89,3 +89,15 @@ def test_write_setting_validates_and_keeps_other_keys(tmp_path: Path) -> None:
 
 def test_setting_names_accept_both_spellings() -> None:
     assert setting_spec("max-retries") is setting_spec("max_retries")
+
+
+def test_write_setting_checks_intervals_against_the_file_under_its_old_names(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "c.json"
+    path.write_text('{"stale_worker_timeout_seconds": 3}')
+    with pytest.raises(ConfigError, match="shorter than stale-worker-timeout"):
+        write_setting(path, "heartbeat-interval", "5")
+    assert json.loads(path.read_text()) == {"stale_worker_timeout_seconds": 3}
+    write_setting(path, "heartbeat-interval", "1")
+    assert load_settings(config_path=str(path), env={}).heartbeat_interval == 1
