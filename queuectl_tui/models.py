@@ -149,6 +149,11 @@ class Worker:
     jobs_done: int
     jobs_failed: int
 
+    def is_stale(self, now: int, stale_after_s: float) -> bool:
+        """Active, yet silent for longer than a pool waits before declaring it lost."""
+        silent_s = (now - self.last_heartbeat) / 1000
+        return self.status in ACTIVE_WORKER_STATUSES and silent_s > stale_after_s
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,

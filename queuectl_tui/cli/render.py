@@ -146,9 +146,7 @@ def workers_table(workers: Sequence[Worker], stale_after_s: float) -> Table:
         justify = "right" if column in ("PID", "DONE", "FAILED") else "left"
         table.add_column(column, justify=justify, no_wrap=column != "JOB")
     for worker in workers:
-        age_s = (now - worker.last_heartbeat) / 1000
-        active = worker.status.value in ("idle", "busy", "stopping")
-        stale = active and age_s > stale_after_s
+        stale = worker.is_stale(now, stale_after_s)
         beat = Text(
             human_age(worker.last_heartbeat, now) + " ago", style="bold red" if stale else ""
         )

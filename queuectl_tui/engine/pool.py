@@ -87,7 +87,7 @@ def worker_is_running(worker: Worker, stale_after_s: float, now: int) -> bool:
         return False
     if worker.host == socket.gethostname():
         return pid_alive(worker.pid) and not started_after(worker.pid, worker.started_at)
-    return now - worker.last_heartbeat <= stale_after_s * 1000
+    return not worker.is_stale(now, stale_after_s)
 
 
 def started_after(pid: int, moment_ms: int) -> bool:
@@ -325,7 +325,6 @@ class Pool:
         """Mark lost the workers that are gone (same-host dead PIDs at once, any host after
         stale_worker_timeout without a heartbeat) and recover their jobs."""
         now = now_ms()
-        stale_ms = int(self.settings.stale_worker_timeout * 1000)
         mine = set(self.dispatcher.worker_ids if self.dispatcher is not None else [])
         try:
             active = store.list_workers(active_only=True)
@@ -345,7 +344,7 @@ class Pool:
                     reason = f"process {worker.pid} is a new process (the pid was reused)"
                 else:
                     reason = f"process {worker.pid} is gone"
-            elif now - worker.last_heartbeat > stale_ms:
+            elif worker.is_stale(now, self.settings.stale_worker_timeout):
                 silent = human_seconds((now - worker.last_heartbeat) / 1000)
                 reason = f"no heartbeat for {silent}"
             else:

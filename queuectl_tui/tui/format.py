@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from rich.text import Text
 
 from ..display import last_line, printable
-from ..models import ACTIVE_WORKER_STATUSES, Job, JobState, Worker, WorkerStatus
+from ..models import Job, JobState, WorkerStatus
 from ..timeutil import human_age, human_seconds, to_iso
 
 STATE_STYLES: dict[JobState, str] = {
@@ -84,11 +84,6 @@ def exit_text(code: int | None) -> Text:
 
 def error_line(job: Job, width: int | None = None) -> Text:
     return plain(last_line(job.last_error), width)
-
-
-def is_stale(worker: Worker, now: int, stale_after_s: float) -> bool:
-    active = worker.status in ACTIVE_WORKER_STATUSES
-    return active and (now - worker.last_heartbeat) / 1000 > stale_after_s
 
 
 def sparkline(values: Sequence[int], style: str) -> Text:

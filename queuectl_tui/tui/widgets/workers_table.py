@@ -29,7 +29,7 @@ class WorkersTable(ColumnTable[Worker]):
         self.stale_after_s = stale_after_s
 
     def build(self, worker: Worker, now: int) -> tuple[str, Sequence[Text]]:
-        stale = fmt.is_stale(worker, now, self.stale_after_s)
+        stale = worker.is_stale(now, self.stale_after_s)
         status = Text(worker.status.value, style=fmt.WORKER_STYLES.get(worker.status, ""))
         if stale:
             status = Text(f"{worker.status.value} STALE", style="bold white on red")
