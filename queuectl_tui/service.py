@@ -121,10 +121,6 @@ def enqueue(store: Store, settings: Settings, spec: JobSpec) -> EnqueueResult:
     return store.enqueue(spec, settings.max_retries, now_ms())
 
 
-def enqueue_many(store: Store, settings: Settings, specs: Sequence[JobSpec]) -> BulkEnqueueResult:
-    return store.enqueue_many(specs, settings.max_retries, now_ms())
-
-
 def enqueue_lines(store: Store, settings: Settings, lines: Iterable[str]) -> BulkEnqueueResult:
     """Validate a JSON Lines input, then store it in one transaction: all or nothing.
 
@@ -184,7 +180,6 @@ __all__ = [
     "dead_jobs",
     "enqueue",
     "enqueue_lines",
-    "enqueue_many",
     "get_job",
     "open_queue",
     "parse_job_batches",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -12,7 +11,7 @@ import pytest
 
 from queuectl_tui.store import SQLiteStore
 
-from helpers import RunCli
+from helpers import RunCli, clean_env
 
 
 @pytest.fixture
@@ -30,10 +29,7 @@ def store(db_path: Path) -> Iterator[SQLiteStore]:
 @pytest.fixture
 def cli_env(tmp_path: Path) -> dict[str, str]:
     """An environment that cannot pick up the developer's own config or database."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("QUEUECTL_")}
-    env["NO_COLOR"] = "1"
-    env["COLUMNS"] = "200"
-    return env
+    return clean_env()
 
 
 @pytest.fixture

@@ -6,12 +6,12 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 
+from ..engine.pool import PoolOptions, pool_command
 from ..store import open_store
 
 
@@ -37,8 +37,7 @@ class PoolProcess:
         self.process: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> PoolProcess:
-        command = [sys.executable, "-m", "queuectl_tui", "--db", str(self.database)]
-        command += ["worker", "start", "--count", str(self.workers), "--log-format", "json"]
+        command = pool_command(self.database, PoolOptions(self.workers, "json"))
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(
                 command, stdout=subprocess.DEVNULL, stderr=log, stdin=subprocess.DEVNULL

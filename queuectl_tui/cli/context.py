@@ -13,7 +13,7 @@ import typer
 
 from ..config import ConfigError, Settings, load_settings
 from ..service import InputError, NotFoundError, open_queue
-from ..store import DuplicateJobError, Store, StoreError
+from ..store import Store, StoreError
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -57,9 +57,7 @@ def guarded(func: Callable[P, R]) -> Callable[P, R]:
             return func(*args, **kwargs)
         except (InputError, ConfigError) as error:
             fail(str(error), EXIT_USAGE)
-        except (DuplicateJobError, NotFoundError) as error:
-            fail(str(error), EXIT_FAILURE)
-        except StoreError as error:
+        except (NotFoundError, StoreError) as error:  # a duplicate id is a StoreError too
             fail(str(error), EXIT_FAILURE)
         except KeyboardInterrupt:
             sys.stderr.write("Interrupted.\n")

@@ -466,16 +466,24 @@ def log_path_for(database_path: str) -> Path:
     return database.with_name(database.name + ".workers.log")
 
 
+def pool_command(
+    database: str | Path, options: PoolOptions, config_path: str | Path | None = None
+) -> list[str]:
+    """The command line of `queuectl worker start` for a pool of another process."""
+    command = [sys.executable, "-m", "queuectl_tui"]
+    if config_path is not None:
+        command += ["--config", str(config_path)]
+    command += ["--db", str(database), "worker", "start", "--count", str(options.count)]
+    return [*command, "--log-format", options.log_format]
+
+
 def start_detached(settings: Settings, options: PoolOptions, config_path: str | None) -> Detached:
     """Start `queuectl worker start` in the background (its own session, so a closing
     terminal or console does not stop it); output goes to a log file beside the database."""
     database = str(Path(settings.database_path).expanduser().resolve())
     log_path = log_path_for(database)
-    command = [sys.executable, "-m", "queuectl_tui"]
-    if config_path:
-        command += ["--config", str(Path(config_path).expanduser().resolve())]
-    command += ["--db", database, "worker", "start", "--count", str(options.count)]
-    command += ["--log-format", options.log_format]
+    config = str(Path(config_path).expanduser().resolve()) if config_path else None
+    command = pool_command(database, options, config)
     with open(log_path, "ab") as log_file:
         process = subprocess.Popen(
             command,

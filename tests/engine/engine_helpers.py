@@ -15,20 +15,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from queuectl_tui.engine.pool import PoolOptions, pid_alive, pool_command
 from queuectl_tui.models import Attempt, Job, JobSpec, JobState, Worker
 from queuectl_tui.store import Store, open_store
 from queuectl_tui.timeutil import now_ms
 
+from helpers import clean_env
 
-def process_alive(pid: int) -> bool:
-    """True if `pid` is a live process (zombies, which a container's init may never reap,
-    count as gone)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-    except OSError:
-        return False
-    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] not in (b"Z", b"X")
+# True if a pid is a live process (zombies, which a container's init may never reap, count
+# as gone): the pool's own check.
+process_alive = pid_alive
 
 
 def wait_until(
@@ -92,13 +88,6 @@ class PoolProcess:
             self.proc.wait(timeout=10)
 
 
-def clean_env(**extra: str) -> dict[str, str]:
-    """The test's environment without the developer's own queuectl settings."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("QUEUECTL_")}
-    env.update(NO_COLOR="1", COLUMNS="200", **extra)
-    return env
-
-
 class Queue:
     """A temporary database with helpers to run the CLI and pools against it."""
 
@@ -138,8 +127,7 @@ class Queue:
 
     def start_pool(self, count: int = 2, wait: bool = True) -> PoolProcess:
         log_path = self.root / f"pool-{len(self.pools) + 1}.log"
-        command = [*self.base_command(), "worker", "start", "--count", str(count)]
-        command += ["--log-format", "json"]
+        command = pool_command(self.db, PoolOptions(count, "json"), self.config)
         with open(log_path, "wb") as log:
             # Its own session: a Ctrl+C in the terminal running pytest does not reach it.
             proc = subprocess.Popen(
