@@ -26,9 +26,10 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class SettingSpec:
+    """How one setting is named, checked and explained; its default is the `Settings` field."""
+
     key: str  # snake_case, as in the file
     kind: type  # int, float or str
-    default: Any
     minimum: float | None
     maximum: float | None
     help: str
@@ -42,7 +43,6 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec(
         "database_path",
         str,
-        "queue.db",
         None,
         None,
         "SQLite database file (relative paths are relative to the config file)",
@@ -50,7 +50,6 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec(
         "max_retries",
         int,
-        3,
         0,
         100,
         "retries after the first attempt for new jobs (fixed at enqueue)",
@@ -58,7 +57,6 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec(
         "backoff_base",
         float,
-        2.0,
         1.0,
         60.0,
         "retry n waits backoff_base**n seconds (read when a job fails)",
@@ -66,7 +64,6 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec(
         "max_backoff",
         float,
-        3600.0,
         1.0,
         30 * 86400.0,
         "upper bound in seconds on one retry delay (read when a job fails)",
@@ -74,7 +71,6 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec(
         "job_timeout",
         float,
-        300.0,
         0.001,
         7 * 86400.0,
         "seconds a job may run when it sets no timeout of its own (fixed at claim)",
@@ -82,7 +78,6 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec(
         "stale_worker_timeout",
         float,
-        15.0,
         1.0,
         86400.0,
         "seconds without a heartbeat before a worker counts as lost",
@@ -90,18 +85,14 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec(
         "heartbeat_interval",
         float,
-        2.0,
         0.1,
         3600.0,
         "seconds between worker heartbeats (keep well below stale-worker-timeout)",
     ),
-    SettingSpec(
-        "default_workers", int, 1, 1, 256, "workers a pool starts when --count is not given"
-    ),
+    SettingSpec("default_workers", int, 1, 256, "workers a pool starts when --count is not given"),
     SettingSpec(
         "output_limit",
         int,
-        65536,
         0,
         64 * 1024 * 1024,
         "bytes of output kept per attempt (the tail is kept)",
@@ -109,7 +100,6 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec(
         "kill_grace",
         float,
-        2.0,
         0.0,
         300.0,
         "seconds between TERM and KILL when a job's process group is stopped",

@@ -7,7 +7,7 @@ import os
 import typer
 from rich.table import Table
 
-from ..config import SETTINGS, resolve_config_path, setting_spec, write_setting
+from ..config import SETTINGS, Settings, resolve_config_path, setting_spec, write_setting
 from . import render
 from .context import guarded, print_json, state
 
@@ -42,8 +42,9 @@ def list_settings(
     table = Table(header_style="bold", caption=f"config file: {settings.config_file or '(none)'}")
     for column in ("SETTING", "VALUE", "DEFAULT", "MEANING"):
         table.add_column(column, no_wrap=column != "MEANING")
+    defaults = Settings().as_dict()
     for spec in SETTINGS:
-        table.add_row(spec.cli_name, _show(values[spec.key]), _show(spec.default), spec.help)
+        table.add_row(spec.cli_name, _show(values[spec.key]), _show(defaults[spec.key]), spec.help)
     render.console().print(table)
 
 
