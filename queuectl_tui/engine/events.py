@@ -60,6 +60,10 @@ _level_names = {
 }
 
 
+def _level_name(level: int) -> str:
+    return _level_names.get(level) or logging.getLevelName(level).lower()
+
+
 def _human_value(value: Any) -> str:
     if value is None:
         return "-"
@@ -109,9 +113,9 @@ class HumanFormatter(EventFormatter):
     ) -> str:
         head = f"{_timestamp(created)} "
         if event is None:
-            head += f"{logging.getLevelName(level).lower()} {_human_value(message)}"
+            head += f"{_level_name(level)} {_human_value(message)}"
         else:
-            head += event if level <= logging.INFO else f"{event} [{logging.getLevelName(level)}]"
+            head += event if level <= logging.INFO else f"{event} [{_level_name(level).upper()}]"
         line = " ".join([head] + [f"{key}={_human_value(value)}" for key, value in fields.items()])
         return line + "\n" + traceback if traceback else line
 
@@ -130,7 +134,7 @@ class JsonFormatter(EventFormatter):
     ) -> str:
         data: dict[str, Any] = {
             "ts": _timestamp(created),
-            "level": _level_names.get(level) or logging.getLevelName(level).lower(),
+            "level": _level_name(level),
             "event": event or "log",
         }
         if event is None:
