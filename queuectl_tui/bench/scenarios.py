@@ -81,7 +81,7 @@ def bulk_enqueue(folder: Path, jobs: int) -> Measure:
     )
 
 
-def _run_bare_pool(command: str, jobs: int, workers: int) -> float:
+def run_bare_pool(command: str, jobs: int, workers: int) -> float:
     """The machine's own limit: `workers` threads spawning `/bin/sh -c command`, no queue."""
 
     def spawn(_: int) -> int:
@@ -95,7 +95,7 @@ def _run_bare_pool(command: str, jobs: int, workers: int) -> float:
     return time.perf_counter() - started
 
 
-def _wait_for_completion(store: Store, jobs: int, timeout: float) -> None:
+def wait_for_completion(store: Store, jobs: int, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while store.counts()[JobState.COMPLETED] < jobs:
         if time.monotonic() > deadline:
@@ -111,7 +111,7 @@ def throughput(
     each queue run is compared with the mean of the bare runs on either side of it; the
     figures are medians over `rounds`, so that a noisy moment of the machine weighs less.
     Queue time runs from the enqueue commit to the last job's finish."""
-    bare = [_run_bare_pool(command, jobs, workers)]
+    bare = [run_bare_pool(command, jobs, workers)]
     queue: list[float] = []
     database = folder / f"{name}.db"
     open_store(database).close()
@@ -126,13 +126,13 @@ def throughput(
                 enqueued_at,
             )
             done_before = jobs * round_number
-            _wait_for_completion(store, done_before + jobs, timeout=max(60.0, bare[-1] * 20))
+            wait_for_completion(store, done_before + jobs, timeout=max(60.0, bare[-1] * 20))
             finished = [
                 job.finished_at or 0
                 for job in store.list_jobs(JobState.COMPLETED, limit=jobs, newest_first=True)
             ]
             queue.append((max(finished) - enqueued_at) / 1000)
-            bare.append(_run_bare_pool(command, jobs, workers))
+            bare.append(run_bare_pool(command, jobs, workers))
             time.sleep(0.2)  # the pool back to idle before the next round
     rates = [jobs / seconds for seconds in queue]
     baselines = [2 * jobs / (bare[n] + bare[n + 1]) for n in range(rounds)]
@@ -172,7 +172,7 @@ def pickup(
             store.enqueue(JobSpec(job_id, "true"), 0, now_ms())
             returned[job_id] = time.time()
             time.sleep(interval)
-        _wait_for_completion(store, jobs, timeout=60)
+        wait_for_completion(store, jobs, timeout=60)
     claimed = pool.claim_times()
     latencies = sorted(
         max(0.0, (claimed[j] - t) * 1000) for j, t in returned.items() if j in claimed
