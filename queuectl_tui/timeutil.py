@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import math
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_ONE_MS = timedelta(milliseconds=1)
+# The Gregorian calendar repeats every 400 years, which is what lets to_iso name any instant.
+_MS_PER_400_YEARS = 146_097 * 86_400_000
+_YEAR_2000_MS = 946_684_800_000
 
 
 def now_ms() -> int:
@@ -11,11 +18,30 @@ def now_ms() -> int:
 
 
 def to_iso(ms: int | None) -> str | None:
-    """Epoch milliseconds as ISO 8601 UTC to the millisecond: 2026-07-24T10:00:00.000Z."""
+    """Epoch milliseconds as ISO 8601 UTC to the millisecond: 2026-07-24T10:00:00.000Z.
+
+    Never raises, whatever the database holds: years outside 0000-9999 are written in the
+    expanded form with a sign and six digits (+010000-01-01T00:00:00.000Z), as JavaScript
+    does, and a value that is not a number at all is shown as it is."""
     if ms is None:
         return None
-    dt = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+    if isinstance(ms, float) and math.isfinite(ms):
+        ms = math.floor(ms)
+    if not isinstance(ms, int):
+        return str(ms)
+    cycles = (ms - _YEAR_2000_MS) // _MS_PER_400_YEARS  # shift into 2000-2399, exactly
+    dt = _EPOCH + timedelta(milliseconds=ms - cycles * _MS_PER_400_YEARS)
+    year = dt.year + 400 * cycles
+    year_text = f"{year:04d}" if 0 <= year <= 9999 else f"{year:+07d}"
+    return f"{year_text}{dt.strftime('-%m-%dT%H:%M:%S')}.{ms % 1000:03d}Z"
+
+
+def to_iso_seconds(ms: int | None) -> str:
+    """An instant for people, to the second and without the T: 2026-07-24 10:00:00."""
+    text = to_iso(ms)
+    if text is None:
+        return ""
+    return text.split(".", 1)[0].replace("T", " ", 1)
 
 
 def parse_iso(text: str) -> int:
@@ -29,7 +55,7 @@ def parse_iso(text: str) -> int:
     dt = datetime.fromisoformat(cleaned)
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
-    return int(dt.timestamp() * 1000)
+    return (dt - _EPOCH) // _ONE_MS
 
 
 def human_age(ms: int | None, now: int) -> str:

@@ -12,6 +12,7 @@ from typing import Any, NoReturn, ParamSpec, TypeVar
 import typer
 
 from ..config import ConfigError, Settings, load_settings
+from ..display import safe_json
 from ..service import InputError, NotFoundError, open_queue
 from ..store import Store, StoreError
 
@@ -76,6 +77,4 @@ def open_store(ctx: typer.Context) -> Iterator[Store]:
 
 
 def print_json(data: Any) -> None:
-    import json
-
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.write(safe_json(data) + "\n")

@@ -13,7 +13,7 @@ from rich.text import Text
 from ..display import last_line, printable
 from ..models import Attempt, Job, JobState, QueueCounts, Worker
 from ..store import QueueStats
-from ..timeutil import human_age, human_seconds, now_ms, to_iso
+from ..timeutil import human_age, human_seconds, now_ms, to_iso_seconds
 
 STATE_STYLES: dict[JobState, str] = {
     JobState.PENDING: "cyan",
@@ -39,7 +39,7 @@ def state_text(state: JobState) -> Text:
 
 
 def _when(ms: int | None) -> str:
-    return (to_iso(ms) or "")[:19].replace("T", " ") if ms else ""
+    return to_iso_seconds(ms)
 
 
 def next_run(job: Job, now: int) -> str:

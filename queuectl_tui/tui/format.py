@@ -9,7 +9,7 @@ from rich.text import Text
 
 from ..display import last_line, printable
 from ..models import Job, JobState, WorkerStatus
-from ..timeutil import human_age, human_seconds, to_iso
+from ..timeutil import human_age, human_seconds, to_iso_seconds
 
 STATE_STYLES: dict[JobState, str] = {
     JobState.PENDING: "cyan",
@@ -49,7 +49,7 @@ def number(value: int | None, style: str = "") -> Text:
 
 def timestamp(ms: int | None) -> str:
     """ISO 8601 UTC to the second, for fields in the job detail."""
-    return "" if ms is None else (to_iso(ms) or "")[:19].replace("T", " ") + " UTC"
+    return "" if ms is None else to_iso_seconds(ms) + " UTC"
 
 
 def next_run(job: Job, now: int) -> Text:
