@@ -197,6 +197,10 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read config file {path}: {error}") from None
     except json.JSONDecodeError as error:
         raise ConfigError(f"config file {path} is not valid JSON: {error}") from None
+    except RecursionError:
+        raise ConfigError(f"config file {path} is not valid JSON: nested too deeply") from None
+    except ValueError:  # Python converts no integer of more than 4300 digits
+        raise ConfigError(f"config file {path} holds a number with too many digits") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"config file {path} must hold a JSON object")
     values: dict[str, Any] = {}

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, NamedTuple
 
+from .display import is_utf8, printable
 from .timeutil import parse_iso, to_iso
 
 
@@ -60,6 +61,10 @@ MAX_KEY_LENGTH = 200
 MAX_PRIORITY = 2**31 - 1
 MAX_RETRIES_LIMIT = 100
 MAX_TIMEOUT_SECONDS = 7 * 86400
+# run_at: whole days that every reader can show as a four-digit year, whatever the offset.
+RUN_AT_RANGE_TEXT = ("0001-01-02", "9999-12-30")
+MIN_RUN_AT = parse_iso(RUN_AT_RANGE_TEXT[0] + "T00:00:00Z")
+MAX_RUN_AT = parse_iso(RUN_AT_RANGE_TEXT[1] + "T23:59:59.999Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +211,15 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _check_unicode(value: str, name: str) -> None:
+    # A lone surrogate (a \ud800 escape in JSON, or a byte that is not UTF-8 in argv, which
+    # Python decodes to one) cannot be stored as text; refuse it here, before the store.
+    if not is_utf8(value):
+        raise JobSpecError(
+            f"field '{name}' is not valid UTF-8 text (it holds a lone surrogate)", name
+        )
+
+
 def _text(value: Any, name: str, max_length: int) -> str:
     if not isinstance(value, str):
         raise JobSpecError(f"field '{name}' must be a string", name)
@@ -228,9 +242,15 @@ def _run_at(value: Any) -> int:
     if not isinstance(value, str):
         raise JobSpecError("field 'run_at' must be an ISO 8601 time string", "run_at")
     try:
-        return parse_iso(value)
+        ms = parse_iso(value)
     except (ValueError, OverflowError, OSError):
         raise JobSpecError(f"field 'run_at' is not an ISO 8601 time: {value!r}", "run_at") from None
+    if not MIN_RUN_AT <= ms <= MAX_RUN_AT:
+        low, high = RUN_AT_RANGE_TEXT
+        raise JobSpecError(
+            f"field 'run_at' must be between {low} and {high} (UTC), not {value!r}", "run_at"
+        )
+    return ms
 
 
 def _timeout(value: Any) -> float:
@@ -252,7 +272,8 @@ def parse_job_spec(obj: Any) -> JobSpec:
         raise JobSpecError("a job must be a JSON object")
     if not obj.keys() <= _JOB_FIELD_SET:
         name = sorted(obj.keys() - _JOB_FIELD_SET)[0]
-        raise JobSpecError(f"unknown field '{name}' (known: {', '.join(JOB_FIELDS)})", name)
+        shown = printable(name, single_line=True)
+        raise JobSpecError(f"unknown field '{shown}' (known: {', '.join(JOB_FIELDS)})", name)
 
     command = obj.get("command")
     if command is None:
@@ -263,6 +284,7 @@ def parse_job_spec(obj: Any) -> JobSpec:
         raise JobSpecError("field 'command' must not be empty", "command")
     if "\x00" in command:
         raise JobSpecError("field 'command' must not contain NUL characters", "command")
+    _check_unicode(command, "command")
 
     raw_id = obj.get("id")
     job_id = new_job_id() if raw_id is None else _text(raw_id, "id", MAX_ID_LENGTH)

@@ -32,13 +32,28 @@ def open_queue(settings: Settings) -> Store:
     return open_store(settings.database_path)
 
 
+# Longer than any number a job field accepts, and short enough to convert quickly.
+_MAX_INT_DIGITS = 100
+
+
+def _bounded_int(digits: str) -> int:
+    """JSON integers as Python ints, except that one too long for any field (Python refuses to
+    convert more than 4300 digits at all) becomes a value every field's range check refuses,
+    so the error still names the field."""
+    if len(digits.lstrip("-")) > _MAX_INT_DIGITS:
+        return -(10**_MAX_INT_DIGITS) if digits.startswith("-") else 10**_MAX_INT_DIGITS
+    return int(digits)
+
+
 def parse_job_json(text: str) -> JobSpec:
     """One job from JSON text, validated (InputError names the field)."""
     try:
-        obj = json.loads(text)
+        obj = json.loads(text, parse_int=_bounded_int)
     except json.JSONDecodeError as error:
         where = f"line {error.lineno} column {error.colno}"
         raise InputError(f"invalid JSON: {error.msg} ({where})") from None
+    except RecursionError:
+        raise InputError("invalid JSON: values nested too deeply") from None
     try:
         return parse_job_spec(obj)
     except JobSpecError as error:
@@ -96,15 +111,17 @@ def _decode(chunk: list[tuple[int, str]]) -> list[object]:
     # two lines, or two values on one line, pass. The slower pass only words the error.
     try:
         return [_decode_json(line) for _, line in chunk]
-    except ValueError:
+    except (ValueError, RecursionError):  # also a number too long to convert
         return [_decode_line(number, line) for number, line in chunk]
 
 
 def _decode_line(number: int, line: str) -> object:
     try:
-        objects = json.loads("[" + line + "]")
+        objects = json.loads("[" + line + "]", parse_int=_bounded_int)
     except json.JSONDecodeError as error:
         raise InputError(f"line {number}: invalid JSON: {error.msg}") from None
+    except RecursionError:
+        raise InputError(f"line {number}: invalid JSON: values nested too deeply") from None
     if len(objects) != 1:
         raise InputError(f"line {number}: one JSON object per line, found {len(objects)} values")
     return objects[0]

@@ -12,7 +12,7 @@ from typing import Any, NoReturn, ParamSpec, TypeVar
 import typer
 
 from ..config import ConfigError, Settings, load_settings
-from ..display import safe_json
+from ..display import printable, safe_json
 from ..service import InputError, NotFoundError, open_queue
 from ..store import Store, StoreError
 
@@ -45,7 +45,8 @@ def state(ctx: typer.Context) -> CliState:
 
 def fail(message: str, code: int = EXIT_FAILURE) -> NoReturn:
     """One plain sentence on stderr and a non-zero exit; never a traceback."""
-    sys.stderr.write(f"Error: {message}\n")
+    # The message may quote input (an id, a name): its control characters stay visible escapes.
+    sys.stderr.write(f"Error: {printable(message, single_line=True)}\n")
     raise typer.Exit(code)
 
 

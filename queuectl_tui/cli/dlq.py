@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from .. import service
+from ..display import is_utf8
 from . import render
 from .context import EXIT_FAILURE, EXIT_USAGE, fail, guarded, open_store, print_json
 
@@ -54,6 +55,9 @@ def retry(
     """
     if bool(job_ids) == retry_all:
         fail("give one or more job ids, or --all", EXIT_USAGE)
+    bad = next((job_id for job_id in job_ids or () if not is_utf8(job_id)), None)
+    if bad is not None:
+        fail(f"job id {bad!r} is not valid UTF-8 text", EXIT_USAGE)
     with open_store(ctx) as store:
         outcome = service.retry_dead(store, None if retry_all else job_ids)
     for job_id in outcome.retried:

@@ -8,20 +8,34 @@ from pathlib import Path
 import typer
 
 from .. import service
+from ..display import is_utf8
 from ..models import STATES, JobState
 from . import render
 from .context import EXIT_USAGE, fail, guarded, open_store, print_json, state
 
 
 def _read_lines(path: str) -> list[str]:
-    if path == "-":
-        return sys.stdin.read().splitlines()
+    """The lines of a JSON Lines input, decoded strictly as UTF-8.
+
+    Split at newlines only: JSON allows U+2028 or U+0085 raw inside a string, and
+    str.splitlines would cut the line there."""
+    source = "stdin" if path == "-" else path
     try:
-        return Path(path).read_text(encoding="utf-8").splitlines()
+        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
     except FileNotFoundError:
         fail(f"file not found: {path}", EXIT_USAGE)
-    except (OSError, UnicodeDecodeError) as error:
-        fail(f"cannot read {path}: {error}", EXIT_USAGE)
+    except OSError as error:
+        fail(f"cannot read {source}: {error}", EXIT_USAGE)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        fail(f"{source} is not valid UTF-8 text (byte {error.start + 1})", EXIT_USAGE)
+    return [line.removesuffix("\r") for line in text.split("\n")]
+
+
+def _require_utf8_id(job_id: str) -> None:
+    if not is_utf8(job_id):
+        fail(f"job id {job_id!r} is not valid UTF-8 text", EXIT_USAGE)
 
 
 def _parse_state(value: str | None) -> JobState | None:
@@ -134,6 +148,7 @@ def show(
 
     Example: queuectl show job1
     """
+    _require_utf8_id(job_id)
     with open_store(ctx) as store:
         job = service.get_job(store, job_id)
         attempts = store.attempts(job_id)
