@@ -255,3 +255,43 @@ def test_two_values_on_one_line_are_refused(run_cli: RunCli, tmp_path: Path) -> 
     source.write_text('{"command":"true"}\n{"command":"true"} {"command":"true"}\n')
     result = run_cli("enqueue", "--file", str(source))
     assert result.returncode == 2 and "line 2" in result.stderr
+
+
+def test_json_output_escapes_c1_controls_and_bidi_marks(run_cli: RunCli, db_path: Path) -> None:
+    controls = "\x9b\u202e\u2066\u200f\u061c\x85"
+    hostile = "\x9b31m\u202eevil\u2066\u200f\u061c\x85"
+    command = f"echo '{hostile}'"
+    assert run_cli("enqueue", json.dumps({"id": "j", "command": command})).returncode == 0
+    with sqlite3.connect(db_path) as conn:  # as a run of that command would have left them
+        conn.execute("UPDATE jobs SET state = 'dead', last_error = ? WHERE id = 'j'", (hostile,))
+        conn.execute(
+            "INSERT INTO attempts (job_seq, number, worker_id, scheduled_at, started_at, "
+            "finished_at, outcome, output, error) SELECT seq, 1, ?, 1, 2, 3, 'failed', ?, ? "
+            "FROM jobs WHERE id = 'j'",
+            (hostile, hostile, hostile),
+        )
+        conn.execute(
+            "INSERT INTO workers (id, pool_id, pid, host, status, started_at, last_heartbeat, "
+            "current_job) VALUES (?, 'p', 1, ?, 'stopped', 1, 2, ?)",
+            (hostile, hostile, hostile),
+        )
+    outputs = {
+        args: run_cli(*args).stdout
+        for args in [
+            ("list", "--json"),
+            ("show", "--json", "j"),
+            ("dlq", "list", "--json"),
+            ("workers", "--json"),
+        ]
+    }
+    for args, out in outputs.items():
+        assert not any(char in out for char in controls), args
+        assert "\\u009b" in out and "\\u202e" in out, args
+    job = json.loads(outputs[("show", "--json", "j")])
+    assert job["command"] == command and job["last_error"] == hostile
+    attempt = job["attempt_history"][0]
+    assert attempt["output"] == attempt["error"] == attempt["worker_id"] == hostile
+    assert json.loads(outputs[("list", "--json")])[0]["command"] == command
+    assert json.loads(outputs[("dlq", "list", "--json")])[0]["last_error"] == hostile
+    worker = json.loads(outputs[("workers", "--json")])[0]
+    assert worker["id"] == worker["host"] == worker["current_job"] == hostile
