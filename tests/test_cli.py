@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -295,3 +296,104 @@ def test_json_output_escapes_c1_controls_and_bidi_marks(run_cli: RunCli, db_path
     assert json.loads(outputs[("dlq", "list", "--json")])[0]["last_error"] == hostile
     worker = json.loads(outputs[("workers", "--json")])[0]
     assert worker["id"] == worker["host"] == worker["current_job"] == hostile
+
+
+NARROW_IDS = ["job-1", "nightly-backup-20261201", "550e8400-e29b-41d4-a716-446655440000"]
+LONG_COMMAND = "rsync -a --delete /var/lib/app/data/ backup@host:/srv/backups/app/"
+
+
+def _table_rows(out: str) -> list[list[str]]:
+    """The cells of each printed line of a bordered or borderless table (header first)."""
+    lines = [line for line in out.splitlines() if line.strip()]
+    if any("│" in line for line in lines):
+        return [
+            [cell.strip() for cell in line.split(line[0])[1:-1]]
+            for line in lines
+            if line.startswith(("│", "┃"))
+        ]
+    return [re.split(r"\s{2,}", line.strip()) for line in lines]  # 2+ spaces between cells
+
+
+def _folded_rows(out: str) -> list[list[str]]:
+    """Table rows with an id that folded onto following lines joined back together."""
+    rows: list[list[str]] = []
+    for cells in _table_rows(out)[1:]:
+        if rows and (len(cells) == 1 or not any(cells[1:])):
+            rows[-1][0] += cells[0]
+        else:
+            rows.append(cells)
+    return rows
+
+
+@pytest.mark.parametrize("width", [40, 60, 80])
+def test_list_never_squeezes_ids_states_priorities_or_tries(
+    run_cli: RunCli, cli_env: dict[str, str], width: int
+) -> None:
+    for job_id in NARROW_IDS:
+        job = {"id": job_id, "command": LONG_COMMAND, "priority": -2147483647}
+        assert run_cli("enqueue", json.dumps(job)).returncode == 0
+    cli_env["COLUMNS"] = str(width)
+    out = run_cli("list").stdout
+    assert max(len(line) for line in out.splitlines()) <= width
+    header, *_ = _table_rows(out)
+    assert header[:4] == ["ID", "STATE", "PRI", "TRIES"]
+    rows = _folded_rows(out)
+    assert [row[:4] for row in rows] == [
+        [job_id, "pending", "-2147483647", "0/4"] for job_id in NARROW_IDS
+    ]
+    longest_row = len(NARROW_IDS[-1]) + len("pending") + len("-2147483647") + len("TRIES") + 6
+    if longest_row <= width:  # room for every id on one line: none may fold
+        assert all(any(job_id in line for line in out.splitlines()) for job_id in NARROW_IDS)
+    if "COMMAND" in header:
+        assert all(row[-1].startswith("rsync") for row in rows)
+
+
+@pytest.mark.parametrize("columns", ["", "wide", "0", "-3", "99999999999", "²"])
+def test_a_bad_columns_value_is_ignored(
+    run_cli: RunCli, cli_env: dict[str, str], columns: str
+) -> None:
+    assert run_cli("enqueue", '{"id": "job-1", "command": "true"}').returncode == 0
+    cli_env["COLUMNS"] = columns
+    for args in [("list",), ("status",), ("show", "job-1")]:
+        result = run_cli(*args)
+        assert result.returncode == 0 and result.stderr == "", (args, result.stderr)
+        assert "job-1" in result.stdout or "pending" in result.stdout
+
+
+@pytest.mark.parametrize("width", [40, 60, 80])
+def test_other_tables_fit_the_width_and_keep_ids_whole(
+    run_cli: RunCli, cli_env: dict[str, str], db_path: Path, width: int
+) -> None:
+    for job_id in NARROW_IDS:
+        assert (
+            run_cli("enqueue", json.dumps({"id": job_id, "command": LONG_COMMAND})).returncode == 0
+        )
+    with sqlite3.connect(db_path) as conn:
+        conn.execute(
+            "UPDATE jobs SET state = 'dead', runs = 4, exit_code = 1, "
+            "last_error = 'exit code 1: rsync: connection unexpectedly closed'"
+        )
+        conn.execute(
+            "INSERT INTO attempts (job_seq, number, worker_id, scheduled_at, started_at, "
+            "finished_at, exit_code, outcome, output, error) SELECT seq, 1, 'host-4242-w1', "
+            "1000, 2000, 3000, 1, 'failed', 'some output', 'exit code 1' FROM jobs"
+        )
+        conn.execute(
+            "INSERT INTO workers (id, pool_id, pid, host, status, started_at, last_heartbeat, "
+            "current_job) VALUES ('backup-host-4242-w1', 'p', 4242, 'backup-host', 'stopped', "
+            "1000, 2000, ?)",
+            (NARROW_IDS[-1],),
+        )
+    cli_env["COLUMNS"] = str(width)
+    outputs = {
+        args: run_cli(*args)
+        for args in [("dlq", "list"), ("workers",), ("status",), ("stats",), ("show", "job-1")]
+    }
+    for args, result in outputs.items():
+        assert result.returncode == 0, (args, result.stderr)
+        assert max(len(line) for line in result.stdout.splitlines()) <= width, args
+    dead = _folded_rows(outputs[("dlq", "list")].stdout)
+    assert [row[:3] for row in dead] == [[job_id, "4", "1"] for job_id in NARROW_IDS]
+    workers = _folded_rows(outputs[("workers",)].stdout)
+    assert [row[:2] for row in workers] == [["backup-host-4242-w1", "stopped"]]
+    assert "job-1" in outputs[("show", "job-1")].stdout

@@ -133,7 +133,7 @@ def list_jobs(
     if not jobs:
         out.print("No jobs" + (f" in state {job_state.value}." if job_state else "."))
         return
-    out.print(render.jobs_table(jobs, out.width))
+    out.print(render.jobs_table(jobs))
     if len(jobs) < total:
         sys.stderr.write(f"Showing {len(jobs)} of {total} jobs; use --limit to see more.\n")
 

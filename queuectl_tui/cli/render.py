@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
 
-from rich.console import Console
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, JustifyMethod, RenderResult
 from rich.table import Table
 from rich.text import Text
 
@@ -24,10 +28,29 @@ STATE_STYLES: dict[JobState, str] = {
 }
 
 
+# Used when stdout is not a terminal and COLUMNS names no usable width.
+PIPE_WIDTH = 200
+MAX_WIDTH = 10_000
+
+
+def _columns_setting() -> int | None:
+    """COLUMNS as a width, or None when it is unset, empty, not a number, zero or absurd."""
+    text = os.environ.get("COLUMNS", "").strip()
+    if not (text.isascii() and text.isdigit() and len(text) <= 6):
+        return None
+    width = int(text)
+    return width if 0 < width <= MAX_WIDTH else None
+
+
 def console() -> Console:
-    # rich honours NO_COLOR itself; a pipe gets plain text at a generous width.
-    width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "200"))
-    return Console(highlight=False, width=width)
+    # rich honours NO_COLOR itself; a pipe gets plain text at a generous width. A bad COLUMNS
+    # is ignored here, and passed to rich as a width neither, which would print nothing.
+    width = _columns_setting()
+    if width is None:
+        width = shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else PIPE_WIDTH
+    # rich reads COLUMNS and LINES again on its own, and fails on some values ("²").
+    environ = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    return Console(highlight=False, width=width, _environ=environ)
 
 
 def plain(value: object) -> Text:
@@ -50,56 +73,220 @@ def next_run(job: Job, now: int) -> str:
     return "in " + human_seconds((job.run_at - now + 999) / 1000)
 
 
-def jobs_table(jobs: Sequence[Job], width: int) -> Table:
-    """Jobs as a table that fits `width`: narrow terminals drop the UPDATED and EXIT columns
-    before anything else, and an id folds onto more lines rather than being cut."""
+class Role(Enum):
+    KEEP = "keep"  # never narrower than its content
+    ID = "id"  # like KEEP, but folds onto more lines when no row could hold it
+    FLEX = "flex"  # takes the width that is left, cut with an ellipsis
+    OPTIONAL = "optional"  # shown only when there is room, in the order of `rank`
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    header: str
+    role: Role = Role.KEEP
+    justify: JustifyMethod = "left"
+    rank: int = 0
+
+
+FLEX_MIN = 5  # a flexible column is cut down to this before an id folds
+FLEX_COMFORT = 30  # optional columns appear only while flexible columns keep this much
+FOLDED_ID_FLOOR = 8  # an id column folds to no narrower than this; flexible columns go first
+
+
+class FittedTable:
+    """A table laid out for the width it is printed at.
+
+    Ids, states and numbers keep the width of their content; the flexible columns (a
+    command, an error) take what is left and are cut with an ellipsis; optional columns
+    appear only when the flexible ones stay comfortably wide. When a bordered table cannot
+    hold that, the borders go first, then the flexible columns; only an id longer than any
+    row could give it folds onto more lines, and it is never cut."""
+
+    def __init__(self, columns: Sequence[Column], rows: Sequence[Sequence[Text | str]]) -> None:
+        self.columns = list(columns)
+        self.rows = [
+            [cell if isinstance(cell, Text) else Text(cell) for cell in row] for row in rows
+        ]
+        self.natural = [
+            max([cell_len(column.header)] + [row[index].cell_len for row in self.rows])
+            for index, column in enumerate(self.columns)
+        ]
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.table(options.max_width)
+
+    def table(self, width: int) -> Table:
+        # Bordered, then borderless, then without the flexible columns, all with every id
+        # whole; only then do the ids fold, in a bordered table.
+        boxed, widths = True, self._plan(width, boxed=True)
+        if widths is None:
+            boxed, widths = False, self._plan(width, boxed=False)
+        if widths is None:
+            widths = self._plan(width, boxed=False, flexible=False)
+        if widths is None:
+            boxed, widths = True, self._folded_plan(width, boxed=True)
+        if widths is None:
+            boxed, widths = False, self._folded_plan(width, boxed=False)
+        assert widths is not None
+        table = (
+            Table(header_style="bold")
+            if boxed
+            else Table(header_style="bold", box=None, padding=(0, 1), pad_edge=False)
+        )
+        for index, column_width in sorted(widths.items()):
+            column = self.columns[index]
+            folds = column.role is Role.ID and column_width < self.natural[index]
+            table.add_column(
+                column.header,
+                justify=column.justify,
+                width=column_width,
+                no_wrap=not folds,
+                overflow="fold" if folds else "ellipsis",
+            )
+        for row in self.rows:
+            table.add_row(*(row[index] for index in sorted(widths)))
+        return table
+
+    def _role(self, index: int) -> Role:
+        return self.columns[index].role
+
+    def _plan(self, width: int, boxed: bool, flexible: bool = True) -> dict[int, int] | None:
+        """Column index -> content width with every id whole, or None when that cannot fit."""
+        shown = [
+            i
+            for i, column in enumerate(self.columns)
+            if column.role is not Role.OPTIONAL and (flexible or column.role is not Role.FLEX)
+        ]
+        if self._needed(shown, boxed, FLEX_MIN) > width:
+            return None
+        optional = [i for i, column in enumerate(self.columns) if column.role is Role.OPTIONAL]
+        for index in sorted(optional, key=lambda i: self.columns[i].rank):
+            trial = sorted([*shown, index])
+            if self._needed(trial, boxed, FLEX_COMFORT) <= width:
+                shown = trial
+        return self._widths(shown, width, boxed)
+
+    def _folded_plan(self, width: int, boxed: bool) -> dict[int, int] | None:
+        """A table whose ids fold, flexible columns given up first if the id column would be
+        narrower than FOLDED_ID_FLOOR. None if a bordered one cannot give it that; a
+        borderless one is made anyway (and rich squeezes what it must)."""
+        shown = [i for i in range(len(self.columns)) if self._role(i) is not Role.OPTIONAL]
+        flexible = [i for i in shown if self._role(i) is Role.FLEX]
+        while flexible and self._needed(shown, boxed, FLEX_MIN, FOLDED_ID_FLOOR) > width:
+            shown.remove(flexible.pop())
+        if boxed and self._needed(shown, boxed, FLEX_MIN, FOLDED_ID_FLOOR) > width:
+            return None
+        widths = self._widths(shown, width, boxed)
+        excess = self._needed(shown, boxed, FLEX_MIN) - width
+        for index in (i for i in shown if self._role(i) is Role.ID):
+            cut = max(0, min(excess, widths[index] - min(widths[index], FOLDED_ID_FLOOR)))
+            widths[index] -= cut
+            excess -= cut
+        flexible = [i for i in shown if self._role(i) is Role.FLEX]
+        spare = width - _chrome(boxed, len(shown))
+        spare -= sum(w for i, w in widths.items() if i not in flexible)
+        shares = _share(spare, [self.natural[i] for i in flexible])
+        widths.update(zip(flexible, shares, strict=True))
+        return widths
+
+    def _widths(self, shown: Sequence[int], width: int, boxed: bool) -> dict[int, int]:
+        """Content widths: each column its own, the flexible ones sharing what is left."""
+        widths = {i: self.natural[i] for i in shown if self._role(i) is not Role.FLEX}
+        flexible = [i for i in shown if self._role(i) is Role.FLEX]
+        spare = width - _chrome(boxed, len(shown)) - sum(widths.values())
+        shares = _share(spare, [self.natural[i] for i in flexible])
+        widths.update(zip(flexible, shares, strict=True))
+        return widths
+
+    def _needed(
+        self, shown: Sequence[int], boxed: bool, flex_width: int, id_width: int | None = None
+    ) -> int:
+        """The width of a table of these columns: flexible ones at most `flex_width` wide, ids
+        at most `id_width` (unlimited for None), every other column as wide as its content."""
+        limits = {Role.FLEX: flex_width, Role.ID: id_width}
+        content = sum(
+            min(self.natural[i], limits.get(self.columns[i].role) or self.natural[i]) for i in shown
+        )
+        return _chrome(boxed, len(shown)) + content
+
+
+def _as_text(cell: Text | str) -> Text:
+    return cell if isinstance(cell, Text) else Text(cell)
+
+
+def _chrome(boxed: bool, count: int) -> int:
+    """Characters a table spends on borders and padding: a border and two spaces per
+    column and one more border when boxed; two spaces between columns when not."""
+    return 3 * count + 1 if boxed else 2 * (count - 1)
+
+
+def _share(spare: int, wants: Sequence[int]) -> list[int]:
+    """`spare` split between columns that want `wants`, none more than it wants or below 1."""
+    given = [0] * len(wants)
+    left = max(spare, 0)
+    open_ = [i for i, want in enumerate(wants) if want > 0]
+    while left > 0 and open_:
+        each = max(1, left // len(open_))
+        for i in list(open_):
+            add = min(each, wants[i] - given[i], left)
+            given[i] += add
+            left -= add
+            if given[i] >= wants[i]:
+                open_.remove(i)
+    return [max(1, g) for g in given]
+
+
+def jobs_table(jobs: Sequence[Job]) -> FittedTable:
+    """Jobs with id, state, priority and tries in full; NEXT RUN, EXIT and UPDATED when
+    there is room; the command gets the rest."""
     now = now_ms()
-    wide = width >= 110
-    table = Table(header_style="bold")
-    longest = max((len(job.id) for job in jobs), default=2)
-    table.add_column("ID", min_width=min(longest, 36 if wide else 20), overflow="fold")
-    table.add_column("STATE", no_wrap=True)
-    table.add_column("PRI", justify="right", no_wrap=True)
-    table.add_column("TRIES", justify="right", no_wrap=True)
-    table.add_column("NEXT RUN", no_wrap=True)
-    if wide:
-        table.add_column("UPDATED (UTC)", no_wrap=True)
-        table.add_column("EXIT", justify="right", no_wrap=True)
-    table.add_column("COMMAND", overflow="ellipsis", no_wrap=True, ratio=1, min_width=8)
-    for job in jobs:
-        cells: list[Text | str] = [
+    columns = [
+        Column("ID", Role.ID),
+        Column("STATE"),
+        Column("PRI", justify="right"),
+        Column("TRIES", justify="right"),
+        Column("NEXT RUN", Role.OPTIONAL, rank=1),
+        Column("UPDATED (UTC)", Role.OPTIONAL, rank=3),
+        Column("EXIT", Role.OPTIONAL, justify="right", rank=2),
+        Column("COMMAND", Role.FLEX),
+    ]
+    rows = [
+        [
             plain(job.id),
             state_text(job.state),
             str(job.priority),
             f"{job.attempts}/{job.max_retries + 1}",
             next_run(job, now),
+            _when(job.updated_at),
+            "" if job.exit_code is None else str(job.exit_code),
+            plain(job.command),
         ]
-        if wide:
-            cells += [_when(job.updated_at), "" if job.exit_code is None else str(job.exit_code)]
-        cells.append(plain(job.command))
-        table.add_row(*cells)
-    return table
+        for job in jobs
+    ]
+    return FittedTable(columns, rows)
 
 
-def dead_table(jobs: Sequence[Job]) -> Table:
-    table = Table(header_style="bold")
-    longest = max((len(job.id) for job in jobs), default=2)
-    table.add_column("ID", min_width=min(longest, 36), overflow="fold")
-    table.add_column("ATTEMPTS", justify="right", no_wrap=True)
-    table.add_column("EXIT", justify="right", no_wrap=True)
-    table.add_column("DIED (UTC)", no_wrap=True)
-    table.add_column("LAST ERROR", overflow="ellipsis", no_wrap=True, ratio=1)
-    table.add_column("COMMAND", overflow="ellipsis", no_wrap=True, ratio=1)
-    for job in jobs:
-        table.add_row(
+def dead_table(jobs: Sequence[Job]) -> FittedTable:
+    columns = [
+        Column("ID", Role.ID),
+        Column("ATTEMPTS", justify="right"),
+        Column("EXIT", justify="right"),
+        Column("DIED (UTC)", Role.OPTIONAL),
+        Column("LAST ERROR", Role.FLEX),
+        Column("COMMAND", Role.FLEX),
+    ]
+    rows = [
+        [
             plain(job.id),
             str(job.runs),
             "" if job.exit_code is None else str(job.exit_code),
             _when(job.updated_at),
             Text(last_line(job.last_error)),
             plain(job.command),
-        )
-    return table
+        ]
+        for job in jobs
+    ]
+    return FittedTable(columns, rows)
 
 
 def counts_table(counts: QueueCounts) -> Table:
@@ -137,31 +324,39 @@ def stats_tables(stats: QueueStats) -> list[Table]:
     return [counts_table(stats.counts), summary, latency]
 
 
-def workers_table(workers: Sequence[Worker], stale_after_s: float) -> Table:
+def workers_table(workers: Sequence[Worker], stale_after_s: float) -> FittedTable:
     now = now_ms()
-    table = Table(header_style="bold")
-    longest = max((len(w.id) for w in workers), default=2)
-    table.add_column("ID", no_wrap=True, min_width=longest)
-    for column in ("PID", "HOST", "STATUS", "STARTED (UTC)", "HEARTBEAT", "JOB", "DONE", "FAILED"):
-        justify = "right" if column in ("PID", "DONE", "FAILED") else "left"
-        table.add_column(column, justify=justify, no_wrap=column != "JOB")
+    columns = [
+        Column("ID", Role.ID),
+        Column("PID", Role.OPTIONAL, justify="right", rank=1),
+        Column("HOST", Role.OPTIONAL, rank=4),
+        Column("STATUS"),
+        Column("STARTED (UTC)", Role.OPTIONAL, rank=5),
+        Column("HEARTBEAT"),
+        Column("JOB", Role.FLEX),
+        Column("DONE", Role.OPTIONAL, justify="right", rank=2),
+        Column("FAILED", Role.OPTIONAL, justify="right", rank=3),
+    ]
+    rows = []
     for worker in workers:
         stale = worker.is_stale(now, stale_after_s)
         beat = Text(
             human_age(worker.last_heartbeat, now) + " ago", style="bold red" if stale else ""
         )
-        table.add_row(
-            plain(worker.id),
-            str(worker.pid),
-            plain(worker.host),
-            Text(worker.status.value + (" (stale)" if stale else "")),
-            _when(worker.started_at),
-            beat,
-            plain(worker.current_job or ""),
-            str(worker.jobs_done),
-            str(worker.jobs_failed),
+        rows.append(
+            [
+                plain(worker.id),
+                str(worker.pid),
+                plain(worker.host),
+                Text(worker.status.value + (" (stale)" if stale else "")),
+                _when(worker.started_at),
+                beat,
+                plain(worker.current_job or ""),
+                str(worker.jobs_done),
+                str(worker.jobs_failed),
+            ]
         )
-    return table
+    return FittedTable(columns, rows)
 
 
 def job_detail(job: Job, attempts: Sequence[Attempt], out: Console) -> None:
@@ -177,11 +372,17 @@ def job_detail(job: Job, attempts: Sequence[Attempt], out: Console) -> None:
     if not attempts:
         out.print(Text("\nNo attempts yet."))
         return
-    history = Table(title="Attempts", header_style="bold")
-    for column in ("#", "WORKER", "STARTED (UTC)", "DURATION", "EXIT", "OUTCOME", "ERROR"):
-        history.add_column(column, no_wrap=column != "ERROR")
-    for attempt in attempts:
-        history.add_row(
+    columns = [
+        Column("#", justify="right"),
+        Column("WORKER", Role.OPTIONAL, rank=2),
+        Column("STARTED (UTC)", Role.OPTIONAL, rank=1),
+        Column("DURATION", justify="right"),
+        Column("EXIT", justify="right"),
+        Column("OUTCOME"),
+        Column("ERROR", Role.FLEX),
+    ]
+    rows = [
+        [
             str(attempt.number),
             plain(attempt.worker_id or ""),
             _when(attempt.started_at),
@@ -189,8 +390,11 @@ def job_detail(job: Job, attempts: Sequence[Attempt], out: Console) -> None:
             "" if attempt.exit_code is None else str(attempt.exit_code),
             attempt.outcome.value,
             Text(last_line(attempt.error)),
-        )
-    out.print(history)
+        ]
+        for attempt in attempts
+    ]
+    out.print(Text("\nAttempts", style="bold"))
+    out.print(FittedTable(columns, rows))
     latest = attempts[-1]
     out.print(Text(f"\nOutput of attempt {latest.number}:", style="bold"))
     out.print(Text(printable(latest.output) or "(no output)"))
