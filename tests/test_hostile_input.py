@@ -390,3 +390,18 @@ def test_fuzz_config_file(text: str) -> None:
             assert [row[1] for row in job_rows(db_path)] == ["true"]
         else:
             assert_refused(result, db_path)
+
+
+def test_a_limit_beyond_sqlite_integers_means_every_row(run_cli: RunCli) -> None:
+    assert run_cli("enqueue", '{"id": "job-1", "command": "true"}').returncode == 0
+    huge = str(10**30)
+    for args in [
+        ("list", "--limit", huge),
+        ("list", "--json", "-n", huge),
+        ("dlq", "list", "-n", huge),
+    ]:
+        result = run_cli(*args)
+        assert result.returncode == 0 and "Traceback" not in result.stderr, (args, result.stderr)
+    assert [job["id"] for job in json.loads(run_cli("list", "--json", "-n", huge).stdout)] == [
+        "job-1"
+    ]

@@ -8,6 +8,7 @@ from .. import service
 from ..display import is_utf8
 from . import render
 from .context import EXIT_FAILURE, EXIT_USAGE, fail, guarded, open_store, print_json
+from .jobs import row_limit
 
 app = typer.Typer(
     help="The dead letter queue: jobs that used up their retries.",
@@ -28,7 +29,7 @@ def list_dead(
     Example: queuectl dlq list
     """
     with open_store(ctx) as store:
-        jobs = service.dead_jobs(store, limit or 2**62)
+        jobs = service.dead_jobs(store, row_limit(limit))
     if as_json:
         print_json([job.to_dict() for job in jobs])
         return

@@ -38,6 +38,14 @@ def _require_utf8_id(job_id: str) -> None:
         fail(f"job id {job_id!r} is not valid UTF-8 text", EXIT_USAGE)
 
 
+# --limit 0 means every row, and so does any number beyond what SQLite can compare.
+ALL_ROWS = 2**62
+
+
+def row_limit(limit: int) -> int:
+    return ALL_ROWS if limit == 0 else min(limit, ALL_ROWS)
+
+
 def _parse_state(value: str | None) -> JobState | None:
     if value is None:
         return None
@@ -124,7 +132,7 @@ def list_jobs(
     """
     job_state = _parse_state(state_name)
     with open_store(ctx) as store:
-        jobs = store.list_jobs(job_state, limit=limit or 2**62, newest_first=newest)
+        jobs = store.list_jobs(job_state, limit=row_limit(limit), newest_first=newest)
         total = store.counts()[job_state] if job_state else sum(store.counts().values())
     if as_json:
         print_json([job.to_dict() for job in jobs])
