@@ -355,7 +355,9 @@ def test_fuzz_enqueue_file(lines: list[str], from_stdin: bool) -> None:
             jobs_file = Path(folder) / "jobs.jsonl"
             jobs_file.write_bytes(data)
             result = _invoke(["--db", str(db_path), "enqueue", "--file", str(jobs_file)])
-        decoded = [_decoded(line) for line in lines if line.strip()]
+        # JSON Lines: lines end at "\n" only (a generated line may hold one, or end in "\r").
+        read = [line.removesuffix("\r") for line in "\n".join(lines).split("\n")]
+        decoded = [_decoded(line) for line in read if line.strip()]
         ids = [job.get("id") for job in decoded if isinstance(job, dict)]
         if any(job is None for job in decoded) or len({i for i in ids if i is not None}) < len(
             [i for i in ids if i is not None]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,12 +41,19 @@ def _columns_setting() -> int | None:
     return width if 0 < width <= MAX_WIDTH else None
 
 
+def _terminal_width() -> int:
+    try:
+        return os.get_terminal_size(sys.stdout.fileno()).columns or 80
+    except (OSError, ValueError):
+        return 80
+
+
 def console() -> Console:
-    # rich honours NO_COLOR itself; a pipe gets plain text at a generous width. A bad COLUMNS
-    # is ignored here, and passed to rich as a width neither, which would print nothing.
+    # rich honours NO_COLOR itself; a pipe gets plain text at a generous width. A COLUMNS
+    # that is empty, zero or not a number is ignored: given to rich, it prints nothing.
     width = _columns_setting()
     if width is None:
-        width = shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else PIPE_WIDTH
+        width = _terminal_width() if sys.stdout.isatty() else PIPE_WIDTH
     # rich reads COLUMNS and LINES again on its own, and fails on some values ("²").
     environ = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     return Console(highlight=False, width=width, _environ=environ)
@@ -104,9 +110,7 @@ class FittedTable:
 
     def __init__(self, columns: Sequence[Column], rows: Sequence[Sequence[Text | str]]) -> None:
         self.columns = list(columns)
-        self.rows = [
-            [cell if isinstance(cell, Text) else Text(cell) for cell in row] for row in rows
-        ]
+        self.rows = [[_as_text(cell) for cell in row] for row in rows]
         self.natural = [
             max([cell_len(column.header)] + [row[index].cell_len for row in self.rows])
             for index, column in enumerate(self.columns)
