@@ -43,6 +43,13 @@ def _hostile_database(path: Path) -> None:
                 "outcome) SELECT seq, 1, ?1, ?1, ?2, 'failed' FROM jobs WHERE id = ?3",
                 (when, INT64_MAX if when < 0 else -(2**63), job_id),
             )
+            conn.execute(
+                "INSERT INTO workers (id, pool_id, pid, host, status, started_at, "
+                "last_heartbeat, current_job, jobs_done) VALUES (?1, 'p', ?2, 'h', 'busy', ?3, "
+                "?3, ?1, ?2)",
+                (job_id, INT64_MAX, when),
+            )
+        conn.execute("UPDATE jobs SET state = 'dead' WHERE id IN ('far-past', 'year-0')")
 
 
 def _text_of(widget: Static) -> str:
@@ -70,3 +77,18 @@ async def test_job_detail_shows_any_stored_time(tmp_path: Path, make_console, se
             await pilot.press("escape")
             await settle(pilot)
             assert not isinstance(app.screen, JobDetailScreen)
+
+
+async def test_every_pane_shows_any_stored_value(tmp_path: Path, make_console, settle) -> None:
+    path = tmp_path / "hostile.db"
+    _hostile_database(path)
+    app = make_console(Settings(database_path=str(path)))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        assert sorted(app.table_for(Pane.JOBS).keys) == sorted(HOSTILE_TIMES)
+        await pilot.press("d")
+        await settle(pilot)
+        assert sorted(app.table_for(Pane.DEAD).keys) == ["far-past", "year-0"]
+        await pilot.press("w")
+        await settle(pilot)
+        assert sorted(app.table_for(Pane.WORKERS).keys) == sorted(HOSTILE_TIMES)
