@@ -74,3 +74,43 @@ def test_run_at_without_offset_is_utc_and_offsets_are_honoured() -> None:
     assert parse_iso("2026-01-01T00:00:00") == parse_iso("2026-01-01T00:00:00Z")
     assert parse_iso("2026-01-01T02:00:00+02:00") == parse_iso("2026-01-01T00:00:00Z")
     assert to_iso(parse_iso("2026-01-01T00:00:00.250Z")) == "2026-01-01T00:00:00.250Z"
+
+
+@pytest.mark.parametrize(
+    ("run_at", "accepted"),
+    [
+        ("0001-01-02T00:00:00Z", True),
+        ("9999-12-30T23:59:59.999Z", True),
+        ("0001-01-02T05:00:00+05:00", True),
+        ("0001-01-01T23:59:59.999Z", False),
+        ("9999-12-31T00:00:00Z", False),
+        ("9999-12-31T23:59:59-14:00", False),  # year 10000 in UTC
+        ("0001-01-01T00:00:00+14:00", False),  # year 0 in UTC
+    ],
+)
+def test_run_at_must_lie_in_the_supported_range(run_at: str, accepted: bool) -> None:
+    if accepted:
+        spec = parse_job_spec({"command": "x", "run_at": run_at})
+        assert spec.run_at == parse_iso(run_at)
+        return
+    with pytest.raises(JobSpecError, match="'run_at' must be between 0001-01-02 and 9999-12-30"):
+        parse_job_spec({"command": "x", "run_at": run_at})
+
+
+def test_run_at_keeps_every_millisecond() -> None:
+    assert parse_iso("9999-12-30T23:59:59.999Z") % 1000 == 999
+    assert to_iso(parse_iso("0001-01-02T00:00:00.001Z")) == "0001-01-02T00:00:00.001Z"
+
+
+@pytest.mark.parametrize("command", ["echo \ud800", "echo \udcff"])
+def test_a_command_with_a_lone_surrogate_is_refused(command: str) -> None:
+    with pytest.raises(JobSpecError, match="'command' is not valid UTF-8") as caught:
+        parse_job_spec({"command": command})
+    assert caught.value.field == "command"
+
+
+def test_an_unknown_field_is_named_on_one_line() -> None:
+    with pytest.raises(JobSpecError) as caught:
+        parse_job_spec({"command": "x", "a\nb\x1b": 1})
+    assert "\n" not in str(caught.value) and "\x1b" not in str(caught.value)
+    assert "unknown field 'a\\nb\\x1b'" in str(caught.value)
