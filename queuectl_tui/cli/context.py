@@ -12,8 +12,9 @@ from typing import Any, NoReturn, ParamSpec, TypeVar
 import typer
 
 from ..config import ConfigError, Settings, load_settings
+from ..files import UnsafeFileError
 from ..service import InputError, NotFoundError, open_queue
-from ..store import Store, StoreError
+from ..store import Store, StoreCorrupt, StoreError
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -58,6 +59,8 @@ def guarded(func: Callable[P, R]) -> Callable[P, R]:
         except (InputError, ConfigError) as error:
             fail(str(error), EXIT_USAGE)
         except (NotFoundError, StoreError) as error:  # a duplicate id is a StoreError too
+            fail(str(error), EXIT_FAILURE)
+        except (StoreCorrupt, UnsafeFileError) as error:
             fail(str(error), EXIT_FAILURE)
         except KeyboardInterrupt:
             sys.stderr.write("Interrupted.\n")
