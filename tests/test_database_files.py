@@ -412,3 +412,13 @@ def test_a_symlink_at_the_log_path_is_refused(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "symbolic link" in _one_line(result.stderr)
     assert not target.exists()
+
+
+def test_the_change_token_moves_when_the_database_appears(db_path: Path) -> None:
+    reader = SQLiteStore(db_path, create_at_open=False)
+    try:
+        before = reader.change_token()
+        SQLiteStore(db_path).close()
+        assert reader.change_token() != before
+    finally:
+        reader.close()

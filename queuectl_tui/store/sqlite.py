@@ -243,6 +243,7 @@ class SQLiteStore(Store):
         self._write_lock = _process_write_lock(self.location)
         self._stand_in = False  # connected to an empty in-memory queue, not to the file
         self._conn: sqlite3.Connection | None = None
+        self._connections = 0  # how many it has had: a stand-in and then the file
         with self._sqlite_errors():
             self._open(create=create_at_open)
 
@@ -304,6 +305,7 @@ class SQLiteStore(Store):
             self._conn = previous
             conn.close()
             raise
+        self._connections += 1
         if previous is not None:
             previous.close()
 
@@ -433,7 +435,10 @@ class SQLiteStore(Store):
             return self._connection().execute(sql, params).fetchall()
 
     def change_token(self) -> int:
-        return self._read("PRAGMA data_version")[0][0]
+        # data_version counts per connection: a stand-in that gives way to the file must not
+        # hand out the same number again.
+        version = self._read("PRAGMA data_version")[0][0]
+        return (self._connections << 32) + version
 
     # -- jobs --------------------------------------------------------------------------------
     def enqueue(self, spec: JobSpec, default_max_retries: int, now: int) -> EnqueueResult:
