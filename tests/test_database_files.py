@@ -422,3 +422,21 @@ def test_the_change_token_moves_when_the_database_appears(db_path: Path) -> None
         assert reader.change_token() != before
     finally:
         reader.close()
+
+
+def test_the_console_on_a_missing_database_creates_nothing(db_path: Path) -> None:
+    import asyncio
+
+    from queuectl_tui.config import Settings
+    from queuectl_tui.tui.app import QueueConsole
+
+    async def look_around() -> None:
+        console = QueueConsole(Settings(database_path=str(db_path)), cursor_blink=False)
+        async with console.run_test() as pilot:
+            for key in ("2", "3", "1"):  # every pane reads
+                await pilot.press(key)
+                await pilot.pause(0.2)
+            assert console.reads > 0
+
+    asyncio.run(look_around())
+    assert not db_path.exists() and _siblings(db_path) == []
