@@ -440,3 +440,14 @@ def test_the_console_on_a_missing_database_creates_nothing(db_path: Path) -> Non
 
     asyncio.run(look_around())
     assert not db_path.exists() and _siblings(db_path) == []
+
+
+def test_a_dangling_symlink_at_the_database_path_is_refused(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere" / "planted.db"
+    target.parent.mkdir()
+    link = tmp_path / "q.db"
+    link.symlink_to(target)
+    result = _cli(tmp_path, "--db", str(link), "enqueue", '{"id":"a","command":"true"}')
+    assert result.returncode == 1
+    assert "symbolic link" in _one_line(result.stderr)
+    assert not target.exists()

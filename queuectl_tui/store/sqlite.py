@@ -282,8 +282,12 @@ class SQLiteStore(Store):
             created = create_exclusive(self.location, self._file_mode)
         except OSError as error:
             raise StoreError(f"cannot create database {self.location}: {error.strerror}") from None
-        if not created:
-            recognise(self.location)  # another process made it meanwhile: look again
+        # Not created: another process made it meanwhile (look again), or a symlink to nowhere
+        # is in the way, which SQLite would follow to create a file elsewhere.
+        if not created and recognise(self.location) is FileKind.ABSENT:
+            raise StoreError(
+                f"cannot create database {self.location}: it is a symbolic link to nothing"
+            )
 
     def _attach(self, location: str) -> None:
         conn = sqlite3.connect(
