@@ -77,8 +77,25 @@ def _read_identity(location: str) -> tuple[int, int, set[str]]:
             names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
         finally:
             conn.close()
-    except sqlite3.OperationalError as error:
-        raise StoreError(f"cannot open database {location}: {error}") from None
-    except sqlite3.DatabaseError as error:
-        raise StoreCorrupt(location, str(error)) from None
+    except sqlite3.Error as error:
+        raise store_error(location, error) from None
     return application_id, version, names
+
+
+# SQLite's primary result codes for a damaged file and for a file that is not a database.
+_SQLITE_CORRUPT = 11
+_SQLITE_NOTADB = 26
+
+
+def store_error(location: str, error: sqlite3.Error) -> StoreError | StoreCorrupt:
+    """The one place where SQLite's errors become the store's: a damaged file is StoreCorrupt
+    (nothing retries it), anything else (a lock that outlasted the busy timeout, a full disk)
+    a StoreError."""
+    code = getattr(error, "sqlite_errorcode", None)  # Python 3.11+
+    if code is not None:
+        damaged = code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB)
+    else:
+        damaged = type(error) is sqlite3.DatabaseError  # what both codes become in Python
+    if damaged:
+        return StoreCorrupt(location, str(error))
+    return StoreError(f"database error: {error}")

@@ -41,10 +41,9 @@ from .base import (
     SettleResult,
     Store,
     StoreBusyError,
-    StoreCorrupt,
     StoreError,
 )
-from .dbfile import FileKind, newer_schema_error, recognise
+from .dbfile import FileKind, newer_schema_error, recognise, store_error
 from .schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
 log = logging.getLogger("queuectl.store")
@@ -183,18 +182,6 @@ def _count_inserted(conn: sqlite3.Connection, created: int) -> None:
         conn.execute("UPDATE state_counts SET n = n + ? WHERE state = 'pending'", (created,))
 
 
-# SQLite's primary result codes for a damaged file and for a file that is not a database.
-_SQLITE_CORRUPT = 11
-_SQLITE_NOTADB = 26
-
-
-def _is_corruption(error: sqlite3.Error) -> bool:
-    code = getattr(error, "sqlite_errorcode", None)  # Python 3.11+
-    if code is not None:
-        return code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB)
-    return type(error) is sqlite3.DatabaseError  # what both codes become in Python
-
-
 def _is_locked(error: sqlite3.OperationalError) -> bool:
     text = str(error).lower()
     return "locked" in text or "busy" in text
@@ -322,14 +309,10 @@ class SQLiteStore(Store):
 
     @contextlib.contextmanager
     def _sqlite_errors(self) -> Iterator[None]:
-        """The one place where SQLite's errors become the store's: a damaged file is
-        StoreCorrupt (nothing retries it), anything else a StoreError."""
         try:
             yield
         except sqlite3.Error as error:
-            if _is_corruption(error):
-                raise StoreCorrupt(self.location, str(error)) from None
-            raise StoreError(f"database error: {error}") from None
+            raise store_error(self.location, error) from None
 
     def _configure(self, in_memory: bool) -> None:
         conn = self._conn
