@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .files import DEFAULT_FILE_MODE
+from .files import DEFAULT_FILE_MODE, create_exclusive
 
 DEFAULT_CONFIG_FILE = "config.json"
 ENV_DB = "QUEUECTL_DB"
@@ -294,9 +294,11 @@ def write_setting(path: Path, name: str, value: str) -> tuple[SettingSpec, Any]:
 @contextlib.contextmanager
 def _config_lock(path: Path) -> Iterator[None]:
     lock_path = path.with_name(f".{path.name}.lock")  # kept: removing it would race
-    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        fd = os.open(lock_path, flags, DEFAULT_FILE_MODE)
+        # Whoever may write the config file may take the lock: it gets the file's mode.
+        mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else DEFAULT_FILE_MODE
+        create_exclusive(lock_path, mode)
+        fd = os.open(lock_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as error:
         raise ConfigError(f"cannot lock config file {path}: {error.strerror}") from None
     try:
