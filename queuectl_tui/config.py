@@ -6,14 +6,19 @@ with hyphens (`max-retries`). `config set` validates and rewrites the file atomi
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import math
 import os
+import stat
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+
+from .files import DEFAULT_FILE_MODE, create_exclusive
 
 DEFAULT_CONFIG_FILE = "config.json"
 ENV_DB = "QUEUECTL_DB"
@@ -33,6 +38,7 @@ class SettingSpec:
     minimum: float | None
     maximum: float | None
     help: str
+    choices: tuple[int, ...] = ()  # when set, the only values allowed
 
     @property
     def cli_name(self) -> str:
@@ -104,6 +110,15 @@ SETTINGS: tuple[SettingSpec, ...] = (
         300.0,
         "seconds between TERM and KILL when a job's process group is stopped",
     ),
+    SettingSpec(
+        "file_mode",
+        int,
+        None,
+        None,
+        "permissions of the files queuectl creates (database, its -wal/-shm, workers log, "
+        "config): 600 owner only, 660 shared with the group",
+        choices=(600, 660),
+    ),
 )
 SETTINGS_BY_KEY: dict[str, SettingSpec] = {spec.key: spec for spec in SETTINGS}
 
@@ -126,11 +141,17 @@ class Settings:
     default_workers: int = 1
     output_limit: int = 65536
     kill_grace: float = 2.0
+    file_mode: int = 600
     # Where the settings came from; not settings themselves.
     config_file: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {spec.key: getattr(self, spec.key) for spec in SETTINGS}
+
+    @property
+    def file_permissions(self) -> int:
+        """file_mode as permission bits: 600 is 0o600."""
+        return int(str(self.file_mode), 8)
 
 
 def setting_spec(name: str) -> SettingSpec:
@@ -167,6 +188,9 @@ def coerce(spec: SettingSpec, value: Any) -> Any:
         value = float(value)
         if not math.isfinite(value):
             raise ConfigError(f"{spec.cli_name} must be a finite number")
+    if spec.choices and value not in spec.choices:
+        allowed = " or ".join(str(choice) for choice in spec.choices)
+        raise ConfigError(f"{spec.cli_name} must be {allowed}")
     if spec.minimum is not None and value < spec.minimum:
         raise ConfigError(f"{spec.cli_name} must be at least {_num(spec.minimum)}")
     if spec.maximum is not None and value > spec.maximum:
@@ -246,24 +270,49 @@ def _check_intervals(settings: Settings) -> None:
 
 
 def write_setting(path: Path, name: str, value: str) -> tuple[SettingSpec, Any]:
-    """Validate and store one setting in the config file, atomically; returns what was set."""
+    """Validate and store one setting in the config file, atomically; returns what was set.
+
+    The read-modify-write holds an exclusive lock on a sibling lock file, so that concurrent
+    writers of different settings all keep theirs."""
     spec = setting_spec(name)
     coerced = coerce(spec, value)
-    current: dict[str, Any] = {}  # the file as written, old names included
-    values: dict[str, Any] = {}  # what it sets, validated
-    if path.exists():
-        values = read_config_file(path)  # also refuses to rewrite a broken file
-        current = json.loads(path.read_text(encoding="utf-8"))
-        for alias, key in ALIASES.items():
-            if alias in current and key == spec.key:
-                del current[alias]
-    current[spec.key] = values[spec.key] = coerced
-    _check_intervals(replace(Settings(), **values))
-    _write_atomically(path, json.dumps(current, indent=2) + "\n")
+    with _config_lock(path):
+        current: dict[str, Any] = {}  # the file as written, old names included
+        values: dict[str, Any] = {}  # what it sets, validated
+        mode: int | None = None  # a file that exists keeps its permissions
+        if path.exists():
+            values = read_config_file(path)  # also refuses to rewrite a broken file
+            current = json.loads(path.read_text(encoding="utf-8"))
+            mode = stat.S_IMODE(path.stat().st_mode)
+            for alias, key in ALIASES.items():
+                if alias in current and key == spec.key:
+                    del current[alias]
+        current[spec.key] = values[spec.key] = coerced
+        settings = replace(Settings(), **values)
+        _check_intervals(settings)
+        text = json.dumps(current, indent=2) + "\n"
+        _write_atomically(path, text, settings.file_permissions if mode is None else mode)
     return spec, coerced
 
 
-def _write_atomically(path: Path, text: str) -> None:
+@contextlib.contextmanager
+def _config_lock(path: Path) -> Iterator[None]:
+    lock_path = path.with_name(f".{path.name}.lock")  # kept: removing it would race
+    try:
+        # Whoever may write the config file may take the lock: it gets the file's mode.
+        mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else DEFAULT_FILE_MODE
+        create_exclusive(lock_path, mode)
+        fd = os.open(lock_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as error:
+        raise ConfigError(f"cannot lock config file {path}: {error.strerror}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _write_atomically(path: Path, text: str, mode: int) -> None:
     folder = path.parent if str(path.parent) else Path(".")
     try:
         handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
@@ -271,6 +320,7 @@ def _write_atomically(path: Path, text: str) -> None:
         raise ConfigError(f"cannot write config file {path}: {error}") from None
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
+            os.fchmod(out.fileno(), mode)
             out.write(text)
             out.flush()
             os.fsync(out.fileno())

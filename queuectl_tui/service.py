@@ -29,7 +29,11 @@ class NotFoundError(LookupError):
 
 
 def open_queue(settings: Settings) -> Store:
-    return open_store(settings.database_path)
+    """The queue for a command or the console: a missing database is created by the first
+    write, never by a read."""
+    return open_store(
+        settings.database_path, file_mode=settings.file_permissions, create_at_open=False
+    )
 
 
 # Longer than any number a job field accepts, and short enough to convert quickly.

@@ -1,11 +1,18 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from queuectl_tui.config import ConfigError, load_settings, setting_spec, write_setting
+
+from helpers import clean_env
 
 
 def test_defaults_without_any_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -84,7 +91,8 @@ def test_write_setting_validates_and_keeps_other_keys(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="integer"):
         write_setting(path, "max-retries", "2.5")
     assert json.loads(path.read_text()) == {"database_path": "x.db", "backoff_base": 3.0}
-    assert [p.name for p in tmp_path.iterdir()] == ["c.json"]  # no temp files left
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == [".c.json.lock", "c.json"]  # no temp files left, only the lock file
 
 
 def test_setting_names_accept_both_spellings() -> None:
@@ -101,3 +109,136 @@ def test_write_setting_checks_intervals_against_the_file_under_its_old_names(
     assert json.loads(path.read_text()) == {"stale_worker_timeout_seconds": 3}
     write_setting(path, "heartbeat-interval", "1")
     assert load_settings(config_path=str(path), env={}).heartbeat_interval == 1
+
+
+# -- concurrent writers and file modes ---------------------------------------------------------
+_AT_ONCE = """
+import os, sys, time
+from pathlib import Path
+from queuectl_tui.cli.app import app
+ready, go, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+Path(ready).touch()
+while not os.path.exists(go):
+    time.sleep(0.002)
+sys.argv = ["queuectl", *args]
+app()
+"""
+
+
+def _round_values(number: int) -> dict[str, str]:
+    """One distinct, valid value per setting (the heartbeat stays below the stale timeout)."""
+    return {
+        "database-path": f"round-{number}.db",
+        "max-retries": str(number + 1),
+        "backoff-base": str(2 + number),
+        "max-backoff": str(100 + number),
+        "job-timeout": str(10 + number),
+        "stale-worker-timeout": str(30 + number),
+        "heartbeat-interval": str(1 + number),
+        "default-workers": str(1 + number),
+        "output-limit": str(1000 + number),
+        "kill-grace": str(1 + number),
+        "file-mode": ("600", "660")[number % 2],
+    }
+
+
+def _set_all_at_once(config: Path, values: dict[str, str], folder: Path) -> None:
+    go = folder / "go"
+    go.unlink(missing_ok=True)
+    writers = []
+    for index, (key, value) in enumerate(values.items()):
+        ready = folder / f"ready-{index}"
+        ready.unlink(missing_ok=True)
+        args = [str(ready), str(go), "--config", str(config), "config", "set", key, value]
+        writers.append(
+            (
+                ready,
+                subprocess.Popen(
+                    [sys.executable, "-c", _AT_ONCE, *args],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    env=clean_env(),
+                ),
+            )
+        )
+    deadline = time.monotonic() + 60
+    while not all(ready.exists() for ready, _ in writers):
+        assert time.monotonic() < deadline, "the writers did not start"
+        time.sleep(0.01)
+    go.touch()  # every writer reads, changes and writes the file at the same moment
+    for _, writer in writers:
+        out, err = writer.communicate(timeout=60)
+        assert writer.returncode == 0 and "saved" in out, err
+
+
+@pytest.mark.slow
+def test_concurrent_config_set_keeps_every_setting(tmp_path: Path) -> None:
+    config = tmp_path / "config.json"
+    for number in range(3):
+        values = _round_values(number)
+        _set_all_at_once(config, values, tmp_path)
+        stored = json.loads(config.read_text())
+        lost = {
+            key: value
+            for key, value in values.items()
+            if str(stored.get(key.replace("-", "_"))) not in (value, f"{value}.0")
+        }
+        assert lost == {}, f"round {number}: settings lost: {lost}"
+
+
+def _set_under_umask_022(config: Path, key: str, value: str) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "queuectl_tui",
+            "--config",
+            str(config),
+            "config",
+            "set",
+            key,
+            value,
+        ],
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        timeout=60,
+        preexec_fn=lambda: os.umask(0o022),
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_a_new_config_file_is_private_and_an_existing_one_keeps_its_mode(tmp_path: Path) -> None:
+    config = tmp_path / "config.json"
+    _set_under_umask_022(config, "max-retries", "5")
+    assert _mode(config) == 0o600
+    config.chmod(0o644)  # the owner chose to share it
+    _set_under_umask_022(config, "backoff-base", "3")
+    assert _mode(config) == 0o644
+    assert json.loads(config.read_text()) == {"max_retries": 5, "backoff_base": 3.0}
+
+
+def test_a_new_config_file_that_shares_with_the_group_is_0660(tmp_path: Path) -> None:
+    config = tmp_path / "config.json"
+    _set_under_umask_022(config, "file-mode", "660")
+    assert _mode(config) == 0o660
+
+
+@pytest.mark.parametrize("value", ["644", "777", "0", "six hundred", "600.5"])
+def test_file_mode_takes_only_600_or_660(tmp_path: Path, value: str) -> None:
+    config = tmp_path / "config.json"
+    with pytest.raises(ConfigError, match="file-mode must be"):
+        write_setting(config, "file-mode", value)
+    assert not config.exists()
+
+
+def test_file_mode_as_permission_bits(tmp_path: Path) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"file_mode": 660}))
+    assert load_settings(config_path=str(config), env={}).file_permissions == 0o660
+    assert load_settings(env={}).file_permissions == 0o600

@@ -13,8 +13,9 @@ import typer
 
 from ..config import ConfigError, Settings, load_settings
 from ..display import printable, safe_json
+from ..files import UnsafeFileError
 from ..service import InputError, NotFoundError, open_queue
-from ..store import Store, StoreError
+from ..store import Store, StoreCorrupt, StoreError
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -60,6 +61,8 @@ def guarded(func: Callable[P, R]) -> Callable[P, R]:
         except (InputError, ConfigError) as error:
             fail(str(error), EXIT_USAGE)
         except (NotFoundError, StoreError) as error:  # a duplicate id is a StoreError too
+            fail(str(error), EXIT_FAILURE)
+        except (StoreCorrupt, UnsafeFileError) as error:
             fail(str(error), EXIT_FAILURE)
         except KeyboardInterrupt:
             sys.stderr.write("Interrupted.\n")

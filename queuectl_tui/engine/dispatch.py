@@ -24,7 +24,7 @@ from operator import attrgetter
 
 from ..config import Settings
 from ..models import Job, JobState, Outcome, WorkerStatus
-from ..store import Exchange, Settlement, SettleResult, Store, StoreError
+from ..store import Exchange, Settlement, SettleResult, Store, StoreCorrupt, StoreError
 from ..timeutil import now_ms, to_iso
 from . import events
 from .retry import retry_store_call
@@ -92,6 +92,7 @@ class Dispatcher(threading.Thread):
         self.ctx = ctx
         self.slots = [Slot(worker_id) for worker_id in worker_ids]
         self.crashed = False
+        self.corrupt: StoreCorrupt | None = None  # the database is damaged: the pool stops
         self._by_run: dict[int, Slot] = {}
         self._unrecorded: list[tuple[Slot, Settlement]] = []  # waiting for an exchange
         self._look_for_work = True
@@ -128,6 +129,9 @@ class Dispatcher(threading.Thread):
                 supervisor = Supervisor()
                 supervisor.watch(self.ctx.doorbell.fileno())
                 self._loop(store, supervisor)
+        except StoreCorrupt as error:
+            self.crashed, self.corrupt, crash = True, error, error
+            events.event("dispatcher stopped", level=logging.ERROR, error=str(error))
         except Exception as error:
             self.crashed = True
             crash = error
@@ -136,8 +140,9 @@ class Dispatcher(threading.Thread):
             if supervisor is not None:
                 supervisor.close()  # after a crash: kills what still runs
             if store is not None:
-                self._record_on_the_way_out(store, crash)
-                self._mark_stopped(store)
+                if self.corrupt is None:  # nothing more can be written to a damaged file
+                    self._record_on_the_way_out(store, crash)
+                    self._mark_stopped(store)
                 store.close()
             for worker_id in self.worker_ids:
                 events.event("worker stopped", worker=worker_id, crashed=self.crashed or None)

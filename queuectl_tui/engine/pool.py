@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..config import Settings
+from ..files import open_for_append
 from ..models import ACTIVE_WORKER_STATUSES, Job, JobState, Worker, WorkerStatus
 from ..store import Store, StoreError, open_store
 from ..timeutil import human_seconds, now_ms, to_iso
@@ -148,7 +149,8 @@ class Pool:
     # -- the pool ------------------------------------------------------------------------------
     def run(self, install_signals: bool = True) -> int:
         settings = self.settings
-        store = open_store(settings.database_path)  # fails early, before any thread starts
+        # Fails early, before any thread starts; creates the database with the file mode.
+        store = open_store(settings.database_path, file_mode=settings.file_permissions)
         previous: dict[int, object] = {}
         try:
             if install_signals:
@@ -270,6 +272,8 @@ class Pool:
     def _replace_crashed(self, store: Store, crashed: Dispatcher) -> Dispatcher:
         """The dispatcher died of a bug: its workers are stopped, and what it could not record
         is recovered (the failure path) before fresh workers take over."""
+        if crashed.corrupt is not None:
+            raise crashed.corrupt  # a damaged database: stop rather than start over and over
         self._recover(store, [])
         replacement = self._start_dispatcher(store)
         for old, new in zip(crashed.worker_ids, replacement.worker_ids, strict=True):
@@ -484,7 +488,7 @@ def start_detached(settings: Settings, options: PoolOptions, config_path: str | 
     log_path = log_path_for(database)
     config = str(Path(config_path).expanduser().resolve()) if config_path else None
     command = pool_command(database, options, config)
-    with open(log_path, "ab") as log_file:
+    with open_for_append(log_path, settings.file_permissions) as log_file:
         process = subprocess.Popen(
             command,
             stdin=subprocess.DEVNULL,

@@ -4,30 +4,48 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..files import DEFAULT_FILE_MODE
 from .base import (
     BulkEnqueueResult,
     DuplicateJobError,
     EnqueueResult,
     Exchange,
+    ForeignDatabaseError,
     QueueStats,
     Settlement,
     SettleResult,
     Store,
     StoreBusyError,
+    StoreCorrupt,
     StoreError,
 )
 from .sqlite import SQLiteStore, failure_transition
 
 
-def open_store(path: str | Path, lock_wait: float | None = None) -> Store:
-    """Open (creating and migrating if needed) the store at `path`.
+def open_store(
+    path: str | Path,
+    lock_wait: float | None = None,
+    file_mode: int = DEFAULT_FILE_MODE,
+    create_at_open: bool = True,
+) -> Store:
+    """Open (creating with `file_mode` and migrating if needed) the store at `path`.
+
+    A file that is not a queue is refused untouched (ForeignDatabaseError); a damaged one
+    raises StoreCorrupt. With `create_at_open` false, a missing database is created by the
+    first write, and reads until then see an empty queue.
 
     A write waits for the database's write lock up to 5 s, then retries with backoff for up
     to a minute. With `lock_wait`, it gives up after that many seconds instead (StoreBusyError),
     for a caller that has other work to do meanwhile."""
     if lock_wait is None:
-        return SQLiteStore(path)
-    return SQLiteStore(path, busy_timeout=lock_wait, lock_retry_seconds=0.0)
+        return SQLiteStore(path, file_mode=file_mode, create_at_open=create_at_open)
+    return SQLiteStore(
+        path,
+        busy_timeout=lock_wait,
+        lock_retry_seconds=0.0,
+        file_mode=file_mode,
+        create_at_open=create_at_open,
+    )
 
 
 __all__ = [
@@ -35,12 +53,14 @@ __all__ = [
     "DuplicateJobError",
     "EnqueueResult",
     "Exchange",
+    "ForeignDatabaseError",
     "QueueStats",
     "SQLiteStore",
     "SettleResult",
     "Settlement",
     "Store",
     "StoreBusyError",
+    "StoreCorrupt",
     "StoreError",
     "failure_transition",
     "open_store",

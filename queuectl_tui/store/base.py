@@ -25,6 +25,26 @@ class StoreBusyError(StoreError):
     """The database stayed locked beyond every retry."""
 
 
+class ForeignDatabaseError(StoreError):
+    """The file is a database, but not a queue: queuectl refuses it and leaves it untouched."""
+
+    def __init__(self, location: str, reason: str) -> None:
+        super().__init__(f"{location} is not a queuectl database ({reason}); it was left untouched")
+
+
+class StoreCorrupt(Exception):
+    """SQLite found the database file damaged (or it is not a database at all). Not a
+    StoreError on purpose: retrying cannot help, so nothing that retries store calls catches
+    it; a pool that meets it stops."""
+
+    def __init__(self, location: str, detail: str) -> None:
+        super().__init__(
+            f"the database {location} is damaged or is not a database ({detail}); "
+            f"check it with: sqlite3 {location} 'PRAGMA integrity_check'"
+        )
+        self.location = location
+
+
 @dataclass(frozen=True, slots=True)
 class EnqueueResult:
     job: Job

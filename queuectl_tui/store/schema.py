@@ -94,3 +94,9 @@ MIGRATIONS: tuple[str, ...] = (
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
+
+# `PRAGMA application_id` of a queuectl database ("qctl"): how a file is known as a queue
+# before anything in it is changed. Databases made before it was stamped are known by their
+# tables (and get the stamp when next opened).
+APPLICATION_ID = int.from_bytes(b"qctl", "big")
+TABLES = frozenset({"jobs", "attempts", "workers", "stop_requests", "state_counts"})

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..files import DEFAULT_FILE_MODE, create_exclusive
 from ..models import (
     ACTIVE_WORKER_STATUSES,
     STATES,
@@ -34,6 +35,7 @@ from .base import (
     DuplicateJobError,
     EnqueueResult,
     Exchange,
+    ForeignDatabaseError,
     QueueStats,
     Settlement,
     SettleResult,
@@ -41,7 +43,8 @@ from .base import (
     StoreBusyError,
     StoreError,
 )
-from .schema import MIGRATIONS, SCHEMA_VERSION
+from .dbfile import FileKind, newer_schema_error, recognise, store_error
+from .schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
 log = logging.getLogger("queuectl.store")
 
@@ -213,35 +216,109 @@ class SQLiteStore(Store):
         path: str | Path,
         busy_timeout: float = 5.0,
         lock_retry_seconds: float = 60.0,
+        file_mode: int = DEFAULT_FILE_MODE,
+        create_at_open: bool = True,
     ) -> None:
+        """Open the queue at `path`, creating the file (with `file_mode`) if there is none.
+        With `create_at_open` false a missing file is created only by the first write; until
+        then reads answer from an empty queue, so that reading never creates a database."""
         self.location = str(path)
         self._busy_timeout = busy_timeout
         self._lock_retry_seconds = lock_retry_seconds
+        self._file_mode = file_mode
         self._lock = threading.RLock()
         self._write_lock = _process_write_lock(self.location)
-        if self.location != ":memory:":
-            parent = Path(self.location).expanduser().parent
-            if not parent.is_dir():
-                raise StoreError(f"the folder for the database does not exist: {parent}")
-        try:
-            self._conn = sqlite3.connect(
-                self.location,
-                timeout=busy_timeout,
-                isolation_level=None,  # we issue BEGIN/COMMIT ourselves
-                check_same_thread=False,
-            )
-            self._configure()
-            self._migrate()
-        except sqlite3.DatabaseError as error:
-            if hasattr(self, "_conn"):
-                self._conn.close()  # a connection to a file that is not a database
-            raise StoreError(f"cannot open database {self.location}: {error}") from None
+        self._stand_in = False  # connected to an empty in-memory queue, not to the file
+        self._conn: sqlite3.Connection | None = None
+        self._connections = 0  # how many it has had: a stand-in and then the file
+        with self._sqlite_errors():
+            self._open(create=create_at_open)
 
     # -- connection --------------------------------------------------------------------------
-    def _configure(self) -> None:
+    def _open(self, create: bool) -> None:
+        """Connect to the file once it is known to be a queue (or new); any other file is
+        refused before anything in it changes."""
+        if self.location == ":memory:":
+            self._attach(":memory:")
+            return
+        kind = recognise(self.location)
+        if kind is FileKind.ABSENT:
+            self._check_folder()
+        if kind is not FileKind.QUEUE and not create:
+            self._attach(":memory:")
+            self._stand_in = True
+            return
+        if kind is FileKind.ABSENT:
+            self._create_file()
+        was_stand_in, self._stand_in = self._stand_in, False
+        try:
+            self._attach(self.location)
+        except BaseException:
+            self._stand_in = was_stand_in
+            raise
+
+    def _check_folder(self) -> None:
+        parent = Path(self.location).expanduser().parent
+        if not parent.is_dir():
+            raise StoreError(f"the folder for the database does not exist: {parent}")
+
+    def _create_file(self) -> None:
+        """Create the database file first, so that it (and the -wal and -shm files SQLite
+        gives the same mode) has the queue's permissions whatever the umask."""
+        try:
+            created = create_exclusive(self.location, self._file_mode)
+        except OSError as error:
+            raise StoreError(f"cannot create database {self.location}: {error.strerror}") from None
+        # Not created: another process made it meanwhile (look again), or a symlink to nowhere
+        # is in the way, which SQLite would follow to create a file elsewhere.
+        if not created and recognise(self.location) is FileKind.ABSENT:
+            raise StoreError(
+                f"cannot create database {self.location}: it is a symbolic link to nothing"
+            )
+
+    def _attach(self, location: str) -> None:
+        conn = sqlite3.connect(
+            location,
+            timeout=self._busy_timeout,
+            isolation_level=None,  # we issue BEGIN/COMMIT ourselves
+            check_same_thread=False,
+        )
+        previous = self._conn
+        try:
+            # Before WAL mode is set: that would rewrite the header of a file we then refuse.
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise newer_schema_error(self.location, version)
+            self._conn = conn
+            self._configure(in_memory=location == ":memory:")
+            self._migrate()
+        except BaseException:
+            self._conn = previous
+            conn.close()
+            raise
+        self._connections += 1
+        if previous is not None:
+            previous.close()
+
+    def _connection(self) -> sqlite3.Connection:
+        """The connection to read from; a stand-in gives way to the file once there is one."""
+        if self._stand_in and recognise(self.location) is FileKind.QUEUE:
+            self._open(create=False)
+        assert self._conn is not None
+        return self._conn
+
+    @contextlib.contextmanager
+    def _sqlite_errors(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as error:
+            raise store_error(self.location, error) from None
+
+    def _configure(self, in_memory: bool) -> None:
         conn = self._conn
+        assert conn is not None
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-        if mode.lower() != "wal" and self.location != ":memory:":
+        if mode.lower() != "wal" and not in_memory:
             log.warning("database %s is in %s journal mode, not WAL", self.location, mode)
         # NORMAL in WAL mode survives application crashes; only a power loss can drop the
         # last transitions, which merely re-runs jobs. Enqueue switches to FULL (see _write).
@@ -252,27 +329,30 @@ class SQLiteStore(Store):
         conn.execute("PRAGMA journal_size_limit = 16777216")
 
     def _migrate(self) -> None:
+        """Bring the schema up to date and stamp the file as a queue (an earlier queuectl
+        made databases without the stamp)."""
+        assert self._conn is not None
         version = self._conn.execute("PRAGMA user_version").fetchone()[0]
-        if version == SCHEMA_VERSION:
+        stamp = self._conn.execute("PRAGMA application_id").fetchone()[0]
+        if version == SCHEMA_VERSION and stamp == APPLICATION_ID:
             return
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"database {self.location} has schema version {version}; this queuectl "
-                f"understands up to {SCHEMA_VERSION}: upgrade queuectl"
-            )
 
         def apply(conn: sqlite3.Connection) -> None:
             current = conn.execute("PRAGMA user_version").fetchone()[0]  # re-read under lock
+            if current == 0 and conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                raise ForeignDatabaseError(self.location, "it holds tables of another application")
             for number in range(current, SCHEMA_VERSION):
                 for statement in _split_sql(MIGRATIONS[number]):
                     conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {number + 1}")
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
 
         self._write(apply, durable=True)
 
     def close(self) -> None:
         with self._lock:
-            self._conn.close()
+            if self._conn is not None:
+                self._conn.close()
 
     def _write(self, body: Callable[[sqlite3.Connection], T], durable: bool = False) -> T:
         """Run `body` in one BEGIN IMMEDIATE transaction and commit it.
@@ -281,24 +361,29 @@ class SQLiteStore(Store):
         read-then-update inside `body` cannot interleave with any other writer, in this
         process or another. Only taking the lock is retried (with backoff, beyond the busy
         timeout): `body` runs once, and any failure after it started rolls everything back."""
-        with self._lock, self._process_turn():
-            conn = self._conn
-            if durable:
-                conn.execute("PRAGMA synchronous = FULL")
+        with self._lock, self._sqlite_errors():
+            if self._stand_in:
+                self._open(create=True)  # the first write creates the database
+            with self._process_turn():
+                return self._transaction(body, durable)
+
+    def _transaction(self, body: Callable[[sqlite3.Connection], T], durable: bool) -> T:
+        conn = self._conn
+        assert conn is not None
+        if durable:
+            conn.execute("PRAGMA synchronous = FULL")
+        try:
+            self._begin_immediate(conn)
             try:
-                self._begin_immediate(conn)
-                try:
-                    result = body(conn)
-                    conn.execute("COMMIT")
-                    return result
-                except sqlite3.OperationalError as error:
-                    raise StoreError(f"database error: {error}") from None
-                finally:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
+                result = body(conn)
+                conn.execute("COMMIT")
+                return result
             finally:
-                if durable:
-                    conn.execute("PRAGMA synchronous = NORMAL")
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+        finally:
+            if durable:
+                conn.execute("PRAGMA synchronous = NORMAL")
 
     @contextlib.contextmanager
     def _process_turn(self) -> Iterator[None]:
@@ -320,25 +405,27 @@ class SQLiteStore(Store):
                 return
             except sqlite3.OperationalError as error:
                 if not _is_locked(error):
-                    raise StoreError(f"database error: {error}") from None
+                    raise
                 if time.monotonic() >= deadline:
                     waited = self._busy_timeout + self._lock_retry_seconds
                     raise StoreBusyError(
                         f"the database {self.location} stayed locked for {waited:g} s"
                     ) from None
-                log.warning("database locked, retrying in %.0f ms", delay * 1000)
+                # Quiet: a write that gets through after waiting has nothing to report, and
+                # one that never does raises StoreBusyError, one sentence.
+                log.debug("database locked, retrying in %.0f ms", delay * 1000)
                 time.sleep(delay)
                 delay = min(delay * 2, 1.0)
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        with self._lock:
-            try:
-                return self._conn.execute(sql, params).fetchall()
-            except sqlite3.OperationalError as error:
-                raise StoreError(f"database error: {error}") from None
+        with self._lock, self._sqlite_errors():
+            return self._connection().execute(sql, params).fetchall()
 
     def change_token(self) -> int:
-        return self._read("PRAGMA data_version")[0][0]
+        # data_version counts per connection: a stand-in that gives way to the file must not
+        # hand out the same number again.
+        version = self._read("PRAGMA data_version")[0][0]
+        return (self._connections << 32) + version
 
     # -- jobs --------------------------------------------------------------------------------
     def enqueue(self, spec: JobSpec, default_max_retries: int, now: int) -> EnqueueResult:
@@ -480,8 +567,8 @@ class SQLiteStore(Store):
         return {state: found.get(state, 0) for state in STATES}
 
     def queue_counts(self) -> QueueCounts:
-        with self._lock:
-            conn = self._conn
+        with self._lock, self._sqlite_errors():
+            conn = self._connection()
             conn.execute("BEGIN")  # one snapshot for both reads
             try:
                 rows = conn.execute("SELECT state, n FROM state_counts").fetchall()
