@@ -146,7 +146,13 @@ def worker_shown_status(worker: Worker, stale_after_s: float, now: int) -> Worke
 
 
 class Pool:
-    def __init__(self, settings: Settings, options: PoolOptions, wake_mode: str = "auto") -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        options: PoolOptions,
+        wake_mode: str = "auto",
+        launched_at: int | None = None,
+    ) -> None:
         self.settings = settings
         self.options = options
         self.wake_mode = wake_mode
@@ -155,8 +161,9 @@ class Pool:
         self.pool_id = f"{self.host}:{self.pid}"
         self.started_at = 0
         # A stop request counts if it came after our registration (the store says which) or
-        # after this process started: `worker stop` run while we were still loading.
-        self.launched_at = process_started_ms() or now_ms()
+        # after `launched_at`: for `worker start`, when its process started, so that a
+        # `worker stop` run while the pool was still loading stops it too.
+        self.launched_at = launched_at or now_ms()
         self._stop_baseline: int | None = None
         self._beating_since: int | None = None  # our heartbeats have succeeded steadily since
         self._last_beat: int | None = None
@@ -656,7 +663,8 @@ def run_pool(settings: Settings, options: PoolOptions) -> int:
         )
         wake_mode = "auto"
     try:
-        return Pool(settings, options, wake_mode).run(install_signals=True)
+        pool = Pool(settings, options, wake_mode, launched_at=process_started_ms())
+        return pool.run(install_signals=True)
     finally:
         _silence_broken_streams()
 
