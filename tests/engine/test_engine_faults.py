@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
+import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,7 +22,7 @@ from engine_helpers import InProcessPool, Queue, process_alive, wait_until
 
 from queuectl_tui.engine import dispatch, events
 from queuectl_tui.engine.pool import PoolOptions, pool_command, worker_shown_status
-from queuectl_tui.models import JobSpec, JobState, Outcome, WorkerStatus
+from queuectl_tui.models import JobSpec, JobState, Outcome, Worker, WorkerStatus
 from queuectl_tui.store import open_store
 from queuectl_tui.timeutil import now_ms
 
@@ -67,6 +71,46 @@ def test_sighup_stops_gracefully_and_the_job_runs_exactly_once(queue: Queue) -> 
     queue.start_pool(count=1)  # recovers at startup whatever was left processing
     assert queue.job(job_id).runs == 1
     assert [a.outcome for a in queue.attempts(job_id)] == [Outcome.COMPLETED]
+    assert marks.read_text() == "start\nend\n"
+
+
+def test_closing_the_terminal_of_a_foreground_pool_lets_its_job_finish_once(
+    queue: Queue,
+) -> None:
+    """The pool's controlling terminal is a pty; closing its master side is what closing a
+    terminal window does: SIGHUP, then every write to the terminal fails."""
+    marks = queue.root / "m"
+    job_id = queue.enqueue(f"echo start >> {marks}; sleep 2; echo end >> {marks}", "tty")
+    master, slave = os.openpty()
+    command = pool_command(queue.db, PoolOptions(1, "human"), queue.config)
+    # A new session leader makes the pty its controlling terminal, then becomes the pool.
+    take_the_terminal = (
+        "import fcntl, os, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
+        "os.execv(sys.argv[1], sys.argv[1:])"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", take_the_terminal, *command],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+        cwd=queue.root,
+        env=queue.env,
+    )
+    os.close(slave)
+    try:
+        queue.wait_state(job_id, JobState.PROCESSING, timeout=30)
+        os.close(master)
+        master = -1
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if master >= 0:
+            os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    job = queue.job(job_id)
+    assert job.state is JobState.COMPLETED and job.runs == 1
     assert marks.read_text() == "start\nend\n"
 
 
@@ -253,3 +297,26 @@ def test_a_pool_stops_when_its_database_file_is_deleted(queue: Queue) -> None:
     assert gone["database"] == str(queue.db.resolve())
     assert "Traceback" not in pool.log_text()
     assert not process_alive(child)
+
+
+def test_a_silent_pool_on_this_host_is_shown_hung_and_a_silent_remote_one_stale() -> None:
+    from queuectl_tui.tui.widgets.workers_table import WorkersTable
+
+    now = now_ms()
+    host = socket.gethostname()
+    # A pool of this very process, started now, whose last heartbeat is 5 s old.
+    pid, busy = os.getpid(), WorkerStatus.BUSY
+    here = Worker("h:1", "h", pid, host, busy, now, now - 5000, None, "j", 0, 0)
+    far = replace(here, id="f:1", host="far-away-host")
+    fresh = replace(here, id="h:2", last_heartbeat=now)
+    gone = replace(here, id="g:1", pid=2**22 + 1)  # no such process
+    shown = {w.id: worker_shown_status(w, 2.0, now) for w in (here, far, fresh, gone)}
+    assert shown == {
+        "h:1": WorkerStatus.HUNG,
+        "f:1": WorkerStatus.BUSY,
+        "h:2": WorkerStatus.BUSY,
+        "g:1": WorkerStatus.BUSY,
+    }
+    table = WorkersTable(stale_after_s=2.0)
+    status_cell = {w.id: table.build(w, now)[1][3].plain for w in (here, far, fresh)}
+    assert status_cell == {"h:1": "hung", "f:1": "busy STALE", "h:2": "busy"}
