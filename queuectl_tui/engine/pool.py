@@ -59,7 +59,9 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # SIGHUP: the ter
 # progress: the pool stops beating for its workers.
 SILENT_HEARTBEATS = 3
 MIN_SILENT = 1.0
+# Why a pool gave up (exit code 1).
 ABANDONED = "the dispatcher hung"
+DATABASE_GONE = "the database file was deleted or replaced"
 # After killing a hung pool, how long to wait for it to be gone before recovering its jobs.
 HUNG_KILL_WAIT = 2.0
 
@@ -255,7 +257,7 @@ class Pool:
                 if self._signals >= 1 and not graceful_started:
                     graceful_started = True
                     self._begin_stop(store, self._stop_reason or "requested")
-                if self._signals >= 2 and not ctx.forced.is_set():
+                if (self._signals >= 2 or self._failure) and not ctx.forced.is_set():
                     self._force(self._stop_reason or "requested")
                 if ctx.draining.is_set() and not dispatcher.is_alive():
                     break
@@ -553,14 +555,13 @@ class Pool:
         identity = _file_identity(path)
         if identity == self._database_identity:
             return
-        self._failure = "database gone"
+        self._failure = DATABASE_GONE
         events.event(
             "the database file was deleted or replaced, so the pool stops",
             level=logging.ERROR,
             database=str(Path(path).resolve()),
         )
-        self.request_stop("the database file was deleted or replaced")
-        self.request_stop("the database file was deleted or replaced")
+        self.request_stop(DATABASE_GONE)  # and, with _failure set, cancels what runs
 
     def _abandon(self, store: Store, dispatcher: Dispatcher) -> None:
         """The pool is stopping but its dispatcher stopped coming round: kill its commands,
