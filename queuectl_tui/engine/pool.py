@@ -421,7 +421,7 @@ class Pool:
         then other pools may have been held back as well."""
         interval_ms = self.settings.heartbeat_interval * 1000
         late = self._last_beat is None or started - self._last_beat > 2 * interval_ms + 1000
-        if late or ended - started > interval_ms:
+        if late or ended - started > interval_ms + 1000:
             self._beating_since = ended
         self._last_beat = ended
 
