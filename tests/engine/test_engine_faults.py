@@ -9,6 +9,7 @@ import logging
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -165,6 +166,32 @@ def test_a_frozen_pool_shows_hung_then_another_pool_kills_it_and_recovers_its_jo
     assert [a.outcome for a in queue.attempts(job_id)] == [Outcome.LOST, Outcome.COMPLETED]
     assert job.runs == 2 and runs.read_text() == "1\n2\n"
     assert listed_status(queue, worker.id) == "lost"
+
+
+def test_neither_a_long_lock_nor_a_pause_of_every_pool_gets_a_healthy_pool_killed(
+    queue: Queue,
+) -> None:
+    """What holds every pool back (a long write, a machine asleep: here all pools stopped at
+    once) must not make them declare each other hung."""
+    queue.configure(stale_worker_timeout=1, heartbeat_interval=0.25, hung_pool_timeout=2)
+    pools = [queue.start_pool(count=1) for _ in range(2)]
+    time.sleep(2.0)  # long enough for each to judge the other
+    locker = sqlite3.connect(queue.db, isolation_level=None)
+    locker.execute("BEGIN IMMEDIATE")
+    time.sleep(4.0)  # twice the hung timeout
+    locker.execute("ROLLBACK")
+    locker.close()
+    for pool in pools:
+        pool.signal(signal.SIGSTOP)
+    time.sleep(4.0)
+    for pool in pools:
+        pool.signal(signal.SIGCONT)
+    time.sleep(3.0)  # past the hung timeout again, for the pools to misjudge if they would
+    for pool in pools:
+        assert pool.proc.poll() is None
+        assert not pool.events("pool hung, killing it")
+    job_id = queue.enqueue("true", "still-served")
+    queue.wait_state(job_id, JobState.COMPLETED, timeout=30)
 
 
 def hang_when_finished(monkeypatch: pytest.MonkeyPatch, command: str) -> threading.Event:
