@@ -175,7 +175,11 @@ def test_neither_a_long_lock_nor_a_pause_of_every_pool_gets_a_healthy_pool_kille
     once) must not make them declare each other hung."""
     queue.configure(stale_worker_timeout=1, heartbeat_interval=0.25, hung_pool_timeout=2)
     pools = [queue.start_pool(count=1) for _ in range(2)]
+    before = {w.id: w.last_heartbeat for w in queue.workers()}
     time.sleep(2.0)  # long enough for each to judge the other
+    # Idle dispatchers still come round, so idle pools keep beating.
+    after = {w.id: w.last_heartbeat for w in queue.workers()}
+    assert all(after[key] - before[key] >= 1000 for key in before), (before, after)
     locker = sqlite3.connect(queue.db, isolation_level=None)
     locker.execute("BEGIN IMMEDIATE")
     time.sleep(4.0)  # twice the hung timeout
