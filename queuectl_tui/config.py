@@ -23,6 +23,7 @@ from .files import DEFAULT_FILE_MODE, create_exclusive
 DEFAULT_CONFIG_FILE = "config.json"
 ENV_DB = "QUEUECTL_DB"
 ENV_CONFIG = "QUEUECTL_CONFIG"
+HUNG_POOL_FACTOR = 4  # the default hung-pool-timeout, in stale-worker-timeouts
 
 
 class ConfigError(ValueError):
@@ -95,6 +96,14 @@ SETTINGS: tuple[SettingSpec, ...] = (
         3600.0,
         "seconds between worker heartbeats (keep well below stale-worker-timeout)",
     ),
+    SettingSpec(
+        "hung_pool_timeout",
+        float,
+        0.0,
+        30 * 86400.0,
+        "seconds a pool on this host may be alive but silent before another pool kills it and "
+        "recovers its jobs (0: four times stale-worker-timeout)",
+    ),
     SettingSpec("default_workers", int, 1, 256, "workers a pool starts when --count is not given"),
     SettingSpec(
         "output_limit",
@@ -138,6 +147,7 @@ class Settings:
     job_timeout: float = 300.0
     stale_worker_timeout: float = 15.0
     heartbeat_interval: float = 2.0
+    hung_pool_timeout: float = 0.0  # 0: HUNG_POOL_FACTOR x stale_worker_timeout
     default_workers: int = 1
     output_limit: int = 65536
     kill_grace: float = 2.0
@@ -152,6 +162,11 @@ class Settings:
     def file_permissions(self) -> int:
         """file_mode as permission bits: 600 is 0o600."""
         return int(str(self.file_mode), 8)
+
+    @property
+    def hung_after_s(self) -> float:
+        """When a live but silent pool on this host counts as hung."""
+        return self.hung_pool_timeout or HUNG_POOL_FACTOR * self.stale_worker_timeout
 
 
 def setting_spec(name: str) -> SettingSpec:
@@ -266,6 +281,11 @@ def _check_intervals(settings: Settings) -> None:
         raise ConfigError(
             "heartbeat-interval must be shorter than stale-worker-timeout "
             f"({_num(settings.heartbeat_interval)} >= {_num(settings.stale_worker_timeout)})"
+        )
+    if 0 < settings.hung_pool_timeout < settings.stale_worker_timeout:
+        raise ConfigError(
+            "hung-pool-timeout must be 0 or at least stale-worker-timeout "
+            f"({_num(settings.hung_pool_timeout)} < {_num(settings.stale_worker_timeout)})"
         )
 
 

@@ -48,6 +48,9 @@ class WorkerStatus(str, Enum):
     STOPPING = "stopping"
     STOPPED = "stopped"
     LOST = "lost"
+    # Shown, never stored: an active worker of a live pool on this host that has been silent
+    # past the stale timeout (frozen, or its dispatcher hangs).
+    HUNG = "hung"
 
     def __str__(self) -> str:
         return self.value

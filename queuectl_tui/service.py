@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from .config import Settings
-from .models import Job, JobSpec, JobSpecError, JobState, parse_job_spec
+from .models import Job, JobSpec, JobSpecError, JobState, Worker, parse_job_spec
 from .store import (
     BulkEnqueueResult,
     EnqueueResult,
@@ -188,8 +188,9 @@ def queue_stats(store: Store) -> QueueStats:
     return store.stats(now_ms())
 
 
-def request_stop(store: Store) -> int:
-    """Ask every running pool on this database to stop gracefully."""
+def request_stop(store: Store) -> list[Worker]:
+    """Ask every running pool on this database to stop gracefully; returns the workers that
+    were active when the request was recorded."""
     return store.request_stop(now_ms())
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import typer
 
@@ -91,11 +92,12 @@ def stop(
         ]
 
     with open_store(ctx) as store:
-        active = running(store)
-        service.request_stop(store)
+        # The workers active when the request was recorded are exactly the pools that obey
+        # it (a pool still loading obeys it too, once it has registered).
+        now = now_ms()
+        active = [w for w in service.request_stop(store) if worker_is_running(w, stale_after, now)]
         pools = {worker.pool_id for worker in active}
         if not active:
-            # The request is stored anyway: it also stops a pool that is starting right now.
             print("No worker pool is running")
             return
         print(f"Stop requested for {len(pools)} pool(s) with {len(active)} worker(s)")
@@ -119,11 +121,16 @@ def workers(
 
     Example: queuectl workers
     """
+    from ..engine.pool import worker_shown_status
+
     settings = state(ctx).settings
     with open_store(ctx) as store:
         rows = store.list_workers(active_only=active)
+    now = now_ms()
+    stale_after = settings.stale_worker_timeout
+    # A live pool on this host that went silent is shown as hung, not as busy or idle.
+    rows = [replace(w, status=worker_shown_status(w, stale_after, now)) for w in rows]
     if as_json:
-        now = now_ms()
         print_json(
             [
                 worker.to_dict()

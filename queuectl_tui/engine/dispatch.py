@@ -101,6 +101,10 @@ class Dispatcher(threading.Thread):
         self._retry_delay = RETRY_FIRST
         self._cancelled = False
         self._turns = 0
+        # When the loop last came round (monotonic): the pool's heartbeat follows it, so a
+        # dispatcher that hangs looks stale. The loop wakes at least every `_turn_at_least`.
+        self.last_turn = time.monotonic()
+        self._turn_at_least = min(IDLE_RECHECK, ctx.settings.heartbeat_interval)
 
     # -- read by the pool from its own thread (snapshots; the GIL keeps each read whole) -----
     @property
@@ -113,6 +117,10 @@ class Dispatcher(threading.Thread):
     def running_pids(self) -> list[int]:
         runs = [slot.run for slot in list(self.slots)]
         return [run.pid for run in runs if run is not None and run.pid is not None]
+
+    def silent_for(self) -> float:
+        """Seconds since the loop last came round (it does at least every heartbeat)."""
+        return time.monotonic() - self.last_turn
 
     # -- the thread ----------------------------------------------------------------------------
     def run(self) -> None:
@@ -156,7 +164,7 @@ class Dispatcher(threading.Thread):
             if ctx.forced.is_set() and not self._cancelled:
                 self._cancelled = True
                 supervisor.cancel_all()
-            now = time.monotonic()
+            now = self.last_turn = time.monotonic()
             if not self._look_for_work and now >= self._recheck_at:
                 self._look_for_work = True  # the idle safety net
             free = sorted((slot for slot in self.slots if slot.job is None), key=_BY_FREED)
@@ -168,6 +176,7 @@ class Dispatcher(threading.Thread):
                 return
             now = time.monotonic()
             timeout = IDLE_RECHECK if self._look_for_work else max(0.0, self._recheck_at - now)
+            timeout = min(timeout, self._turn_at_least)  # come round even when idle: alive
             if self._retry_at > now:  # the database failed: try again then
                 timeout = min(timeout, self._retry_at - now)
             finished, rung = supervisor.step(timeout)

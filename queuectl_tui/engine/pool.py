@@ -6,9 +6,15 @@ replacing the dispatcher if it crashed, and reacting to signals. The dispatcher 
 the workers' jobs (see dispatch.py); a watcher thread rings it when the database changes (see
 wake.py).
 
-Stopping: the first SIGINT/SIGTERM (or a stop request in the database) stops claiming and lets
-running jobs finish; the second kills the running process groups and hands their jobs back
-without spending an attempt; a third exits at once (the next pool recovers what was running).
+Stopping: the first SIGINT/SIGTERM/SIGHUP (or a stop request in the database) stops claiming
+and lets running jobs finish; the second kills the running process groups and hands their jobs
+back without spending an attempt; a third exits at once (the next pool recovers what was
+running).
+
+Liveness means progress: the heartbeat is written only while the dispatcher's loop comes round,
+so a pool whose dispatcher hangs looks stale. A pool on this host that is alive but silent for
+longer than hung-pool-timeout (stopped with SIGSTOP, or hung) is killed by any other pool,
+which then recovers its jobs like those of any lost worker.
 """
 
 from __future__ import annotations
@@ -47,7 +53,18 @@ WAKE_MODE_ENV = "QUEUECTL_WAKE"  # how idle workers learn of new work (see wake.
 WAKE_MODES = ("auto", "inotify", "poll")
 
 EXIT_OK = 0
+EXIT_FAILED = 1  # the pool had to give up: its database vanished, or its dispatcher hung
 EXIT_FORCED = 130
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # SIGHUP: the terminal closed
+# A dispatcher silent this many heartbeat intervals (at least MIN_SILENT s) is not making
+# progress: the pool stops beating for its workers.
+SILENT_HEARTBEATS = 3
+MIN_SILENT = 1.0
+# Why a pool gave up (exit code 1).
+ABANDONED = "the dispatcher hung"
+DATABASE_GONE = "the database file was deleted or replaced"
+# After killing a hung pool, how long to wait for it to be gone before recovering its jobs.
+HUNG_KILL_WAIT = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,8 +123,39 @@ def started_after(pid: int, moment_ms: int) -> bool:
     return started_ms > moment_ms + 1000
 
 
+def process_started_ms(pid: int | None = None) -> int | None:
+    """When a process (default: this one) started, in epoch ms, to about 10 ms: its age from
+    /proc (start time and uptime share the boot clock) subtracted from now. None if unknown."""
+    try:
+        with open(f"/proc/{pid or 'self'}/stat", "rb") as handle:
+            stat = handle.read()
+        with open("/proc/uptime", "rb") as handle:
+            uptime = float(handle.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    ticks = int(stat[stat.rfind(b")") + 2 :].split()[19])  # field 22: start time since boot
+    age_s = uptime - ticks / os.sysconf("SC_CLK_TCK")
+    return now_ms() - max(0, round(age_s * 1000))
+
+
+def worker_shown_status(worker: Worker, stale_after_s: float, now: int) -> WorkerStatus:
+    """The status to show: HUNG for an active worker whose pool runs on this host yet has
+    been silent for longer than the stale timeout (frozen, or its dispatcher hangs)."""
+    if not worker.is_stale(now, stale_after_s) or worker.host != socket.gethostname():
+        return worker.status
+    if pid_alive(worker.pid) and not started_after(worker.pid, worker.started_at):
+        return WorkerStatus.HUNG
+    return worker.status
+
+
 class Pool:
-    def __init__(self, settings: Settings, options: PoolOptions, wake_mode: str = "auto") -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        options: PoolOptions,
+        wake_mode: str = "auto",
+        launched_at: int | None = None,
+    ) -> None:
         self.settings = settings
         self.options = options
         self.wake_mode = wake_mode
@@ -115,6 +163,15 @@ class Pool:
         self.pid = os.getpid()
         self.pool_id = f"{self.host}:{self.pid}"
         self.started_at = 0
+        # A stop request counts if it came after our registration (the store says which) or
+        # after `launched_at`: for `worker start`, when its process started, so that a
+        # `worker stop` run while the pool was still loading stops it too.
+        self.launched_at = launched_at or now_ms()
+        self._stop_baseline: int | None = None
+        self._beating_since: int | None = None  # our heartbeats have succeeded steadily since
+        self._last_beat: int | None = None
+        self._database_identity: tuple[int, int] | None = None
+        self._failure: str | None = None  # why the pool gave up, if it did
         self.dispatcher: Dispatcher | None = None
         self._next_index = 1
         self._signals = 0
@@ -142,7 +199,8 @@ class Pool:
             for pid in dispatcher.running_pids() if dispatcher is not None else []:
                 with contextlib.suppress(OSError):
                     os.killpg(pid, signal.SIGKILL)
-            os.write(2, b"queuectl: exiting immediately\n")
+            with contextlib.suppress(OSError):  # stderr may be a closed terminal or pipe
+                os.write(2, b"queuectl: exiting immediately\n")
             os._exit(EXIT_FORCED)
         self.request_stop(signal.Signals(signum).name)
 
@@ -154,7 +212,7 @@ class Pool:
         previous: dict[int, object] = {}
         try:
             if install_signals:
-                for signum in (signal.SIGINT, signal.SIGTERM):
+                for signum in STOP_SIGNALS:
                     previous[signum] = signal.signal(signum, self._on_signal)
             return self._run(store)
         finally:
@@ -177,6 +235,7 @@ class Pool:
             doorbell=doorbell,
             watcher=watcher,
         )
+        self._database_identity = _file_identity(path)
         # Predecessors first: a dead pool that had our pid used our worker ids.
         self._reap(store, startup=True)
         with contextlib.suppress(StoreError):
@@ -200,9 +259,12 @@ class Pool:
                 if self._signals >= 1 and not graceful_started:
                     graceful_started = True
                     self._begin_stop(store, self._stop_reason or "requested")
-                if self._signals >= 2 and not ctx.forced.is_set():
+                if (self._signals >= 2 or self._failure) and not ctx.forced.is_set():
                     self._force(self._stop_reason or "requested")
                 if ctx.draining.is_set() and not dispatcher.is_alive():
+                    break
+                if ctx.draining.is_set() and self._dispatcher_hung(dispatcher):
+                    self._abandon(store, dispatcher)
                     break
                 now = time.monotonic()
                 if not ctx.draining.is_set() and not dispatcher.is_alive():
@@ -213,6 +275,7 @@ class Pool:
                 if now >= next_reap:
                     next_reap = now + REAP_INTERVAL
                     self._reap(store)
+                    self._check_database_file(path)
                 if now >= next_stop_check:
                     next_stop_check = now + STOP_CHECK_INTERVAL
                     if not ctx.draining.is_set():
@@ -225,9 +288,11 @@ class Pool:
             ctx.draining.set()
             doorbell.ring()
             watcher.stop()
-            dispatcher.join(timeout=5)
+            abandoned = self._failure == ABANDONED
+            dispatcher.join(timeout=0 if abandoned else 5)
             watcher.join(timeout=2)
-            self._mark_all_stopped(store)
+            if not abandoned:  # an abandoned pool's workers are marked lost already
+                self._mark_all_stopped(store)
             if not dispatcher.is_alive():
                 doorbell.close()
         return self._finish()
@@ -264,8 +329,15 @@ class Pool:
                 )
             )
             self._next_index += 1
-        retry_store_call("register the workers", lambda: store.register_workers(rows))
+        baseline = retry_store_call("register the workers", lambda: store.register_workers(rows))
         self.dispatcher = Dispatcher([row.id for row in rows], self.ctx)
+        if self._stop_baseline is None:
+            # Registered first, then the stop state read: a `worker stop` that counted us
+            # recorded its request after our registration, so it is later than the baseline.
+            self._stop_baseline = baseline
+            self._check_stop_request(store)
+            if self._signals:
+                self.ctx.draining.set()  # stopped before it began: claim nothing
         self.dispatcher.start()
         return self.dispatcher
 
@@ -286,12 +358,33 @@ class Pool:
             return []
         return dispatcher.worker_ids
 
+    def _dispatcher_silent_after(self) -> float:
+        return max(SILENT_HEARTBEATS * self.settings.heartbeat_interval, MIN_SILENT)
+
+    def _dispatcher_hung(self, dispatcher: Dispatcher) -> bool:
+        """Silent for longer than a live pool's workers may be: the bound after which a
+        stopping pool gives up on its dispatcher."""
+        bound = self.settings.stale_worker_timeout
+        return dispatcher.is_alive() and dispatcher.silent_for() > bound
+
     def _heartbeat(self, store: Store) -> None:
         ids = self._active_ids()
         if not ids:
             return
+        dispatcher = self.dispatcher
+        if dispatcher is not None and dispatcher.silent_for() > self._dispatcher_silent_after():
+            # No progress, no heartbeat: stuck workers must look stale to everyone.
+            if self._beating_since is not None:
+                events.event(
+                    "dispatcher not responding, heartbeats paused",
+                    level=logging.WARNING,
+                    silent=human_seconds(dispatcher.silent_for()),
+                )
+            self._beating_since = self._last_beat = None
+            return
+        started = now_ms()
         try:
-            store.heartbeat(ids, now_ms())
+            store.heartbeat(ids, started)
             mine = set(ids)
             lost = [
                 w
@@ -300,7 +393,9 @@ class Pool:
             ]
         except StoreError as error:
             events.event("heartbeat failed", level=logging.WARNING, error=str(error))
+            self._beating_since = self._last_beat = None
             return
+        self._beat_recorded(started, now_ms())
         if lost:
             # Another pool missed our heartbeats (a stalled host, a long lock) and took our
             # jobs back; carry on under the same ids, marked alive again.
@@ -324,6 +419,28 @@ class Pool:
                     "re-register a worker", lambda r=revived: store.register_workers([r])
                 )
 
+    def _beat_recorded(self, started: int, ended: int) -> None:
+        """Track how long our own heartbeats have gone through on time. A slow write, a
+        failure, or a gap (this process stopped, the machine asleep) starts the count again:
+        then other pools may have been held back as well."""
+        interval_ms = self.settings.heartbeat_interval * 1000
+        late = self._last_beat is None or started - self._last_beat > 2 * interval_ms + 1000
+        if late or ended - started > interval_ms + 1000:
+            self._beating_since = ended
+        self._last_beat = ended
+
+    def _may_judge_others(self, now: int) -> bool:
+        """True if our heartbeats have gone through steadily for a stale timeout: whatever
+        held the database or the machine back held us back too, so a pool silent meanwhile
+        was not held back by it."""
+        if self._beating_since is None or self._last_beat is None:
+            return False
+        interval_ms = self.settings.heartbeat_interval * 1000
+        steady_ms = self.settings.stale_worker_timeout * 1000
+        return now - self._last_beat <= 2 * interval_ms + 1000 and (
+            self._last_beat - self._beating_since >= steady_ms
+        )
+
     # -- recovery ----------------------------------------------------------------------------
     def _reap(self, store: Store, startup: bool = False) -> None:
         """Mark lost the workers that are gone (same-host dead PIDs at once, any host after
@@ -336,16 +453,25 @@ class Pool:
             events.event("reaper failed", level=logging.WARNING, error=str(error))
             return
         dead: list[str] = []
+        killed: set[int] = set()
         for worker in active:
             if worker.id in mine:
                 continue
             if worker.host == self.host:
                 # Here the process table is the truth: a live pool whose heartbeat lags behind
-                # a long write (a huge bulk enqueue holds the lock) is not lost.
+                # a long write (a huge bulk enqueue holds the lock) is not lost, unless it has
+                # been silent for so long that it must be frozen or hung.
                 if worker.pid != self.pid and pid_alive(worker.pid):
-                    if not started_after(worker.pid, worker.started_at):
+                    if started_after(worker.pid, worker.started_at):
+                        reason = f"process {worker.pid} is a new process (the pid was reused)"
+                    elif self._is_hung(worker, now):
+                        silent = human_seconds((now - worker.last_heartbeat) / 1000)
+                        if worker.pid not in killed:
+                            killed.add(worker.pid)
+                            self._kill_hung_pool(worker, silent)
+                        reason = f"pool process {worker.pid} hung (no heartbeat for {silent})"
+                    else:
                         continue
-                    reason = f"process {worker.pid} is a new process (the pid was reused)"
                 else:
                     reason = f"process {worker.pid} is gone"
             elif worker.is_stale(now, self.settings.stale_worker_timeout):
@@ -357,6 +483,26 @@ class Pool:
             events.event("worker lost", level=logging.WARNING, worker=worker.id, reason=reason)
         if dead or startup:
             self._recover(store, dead)
+
+    def _is_hung(self, worker: Worker, now: int) -> bool:
+        return worker.is_stale(now, self.settings.hung_after_s) and self._may_judge_others(now)
+
+    @staticmethod
+    def _kill_hung_pool(worker: Worker, silent: str) -> None:
+        """SIGKILL a pool that is alive but silent (a SIGSTOP does not shield it). Its runs
+        live in their own sessions; recovering its jobs stops them (stop_lost_run)."""
+        events.event(
+            "pool hung, killing it",
+            level=logging.WARNING,
+            pool=worker.pool_id,
+            pid=worker.pid,
+            silent=silent,
+        )
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(worker.pid, signal.SIGKILL)
+        give_up_at = time.monotonic() + HUNG_KILL_WAIT
+        while pid_alive(worker.pid) and time.monotonic() < give_up_at:
+            time.sleep(0.01)
 
     def _recover(self, store: Store, dead: list[str]) -> None:
         settings = self.settings
@@ -395,12 +541,47 @@ class Pool:
 
     # -- stopping ----------------------------------------------------------------------------
     def _check_stop_request(self, store: Store) -> None:
+        if self._stop_baseline is None:
+            return  # not registered yet: a request now is caught right after registering
         try:
-            requested = store.stop_requested_since(self.started_at)
+            requested = store.stop_requested_after(self._stop_baseline)
+            requested = requested or store.stop_requested_since(self.launched_at)
         except StoreError:
             return
         if requested:
             self.request_stop("queuectl worker stop")
+
+    def _check_database_file(self, path: str) -> None:
+        """A database file deleted or replaced under the pool: the queue it serves is gone,
+        so stop (and cancel what runs) rather than work on for nobody."""
+        if self._failure is not None or self._database_identity is None:
+            return
+        identity = _file_identity(path)
+        if identity == self._database_identity:
+            return
+        self._failure = DATABASE_GONE
+        events.event(
+            "the database file was deleted or replaced, so the pool stops",
+            level=logging.ERROR,
+            database=str(Path(path).resolve()),
+        )
+        self.request_stop(DATABASE_GONE)  # and, with _failure set, cancels what runs
+
+    def _abandon(self, store: Store, dispatcher: Dispatcher) -> None:
+        """The pool is stopping but its dispatcher stopped coming round: kill its commands,
+        hand its jobs to the failure path as lost, and leave without it."""
+        self._failure = ABANDONED
+        running = dispatcher.running_pids()
+        events.event(
+            "dispatcher not responding, abandoning its jobs",
+            level=logging.ERROR,
+            silent=human_seconds(dispatcher.silent_for()),
+            running_jobs=len(running),
+        )
+        for pid in running:
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
+        self._recover(store, dispatcher.worker_ids)
 
     def _begin_stop(self, store: Store, reason: str) -> None:
         assert self.ctx is not None
@@ -446,7 +627,31 @@ class Pool:
             recovered=totals.recovered,
             uptime=human_seconds((now_ms() - self.started_at) / 1000),
         )
+        if self._failure is not None:
+            return EXIT_FAILED
         return EXIT_FORCED if forced else EXIT_OK
+
+
+def _file_identity(path: str) -> tuple[int, int] | None:
+    """The file's device and inode, or None if it does not exist (or has no name left)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return None if info.st_nlink == 0 else (info.st_dev, info.st_ino)
+
+
+def _silence_broken_streams() -> None:
+    """A closed terminal or pipe on stdout/stderr must not turn the exit into an error: what
+    is still buffered goes to /dev/null instead."""
+    for stream, fd in ((sys.stdout, 1), (sys.stderr, 2)):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            with contextlib.suppress(OSError):
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, fd)
+                os.close(devnull)
 
 
 def run_pool(settings: Settings, options: PoolOptions) -> int:
@@ -462,7 +667,11 @@ def run_pool(settings: Settings, options: PoolOptions) -> int:
             known="/".join(WAKE_MODES),
         )
         wake_mode = "auto"
-    return Pool(settings, options, wake_mode).run(install_signals=True)
+    try:
+        pool = Pool(settings, options, wake_mode, launched_at=process_started_ms())
+        return pool.run(install_signals=True)
+    finally:
+        _silence_broken_streams()
 
 
 def log_path_for(database_path: str) -> Path:

@@ -252,7 +252,9 @@ class Store(ABC):
 
     # -- workers -------------------------------------------------------------------------------
     @abstractmethod
-    def register_workers(self, workers: Sequence[Worker]) -> None: ...
+    def register_workers(self, workers: Sequence[Worker]) -> int:
+        """Store the workers' rows. Returns the id of the latest stop request, read in the
+        same transaction: the pool obeys later ones (see `stop_requested_after`)."""
 
     @abstractmethod
     def heartbeat(self, worker_ids: Sequence[str], now: int) -> None: ...
@@ -277,8 +279,14 @@ class Store(ABC):
         """Forget stopped and lost workers that ended before the given time."""
 
     @abstractmethod
-    def request_stop(self, now: int) -> int:
-        """Ask every pool running now to stop gracefully; returns the request id."""
+    def request_stop(self, now: int) -> list[Worker]:
+        """Ask every pool running now to stop gracefully. Returns the workers that were active
+        when the request was recorded (read in the same transaction): exactly the pools that
+        will see it, whichever way a pool's registration races with it."""
+
+    @abstractmethod
+    def stop_requested_after(self, request_id: int) -> bool:
+        """True if a stop was requested after the request with this id."""
 
     @abstractmethod
     def stop_requested_since(self, since: int) -> bool:

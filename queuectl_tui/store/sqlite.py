@@ -828,7 +828,7 @@ class SQLiteStore(Store):
         return self._write(body)
 
     # -- workers -------------------------------------------------------------------------------
-    def register_workers(self, workers: Sequence[Worker]) -> None:
+    def register_workers(self, workers: Sequence[Worker]) -> int:
         rows = [
             (
                 w.id,
@@ -846,13 +846,14 @@ class SQLiteStore(Store):
             for w in workers
         ]
 
-        def body(conn: sqlite3.Connection) -> None:
+        def body(conn: sqlite3.Connection) -> int:
             conn.executemany(
                 f"INSERT OR REPLACE INTO workers ({WORKER_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 rows,
             )
+            return _latest_stop_request(conn)
 
-        self._write(body)
+        return self._write(body)
 
     def heartbeat(self, worker_ids: Sequence[str], now: int) -> None:
         def body(conn: sqlite3.Connection) -> None:
@@ -902,16 +903,27 @@ class SQLiteStore(Store):
 
         return self._write(body)
 
-    def request_stop(self, now: int) -> int:
-        def body(conn: sqlite3.Connection) -> int:
-            cursor = conn.execute("INSERT INTO stop_requests (requested_at) VALUES (?)", (now,))
-            return int(cursor.lastrowid or 0)
+    def request_stop(self, now: int) -> list[Worker]:
+        def body(conn: sqlite3.Connection) -> list[Worker]:
+            conn.execute("INSERT INTO stop_requests (requested_at) VALUES (?)", (now,))
+            active = conn.execute(
+                f"SELECT {WORKER_COLUMNS} FROM workers WHERE status IN {_ACTIVE} ORDER BY id"
+            )
+            return [worker_from_row(row) for row in active]
 
         return self._write(body, durable=True)
+
+    def stop_requested_after(self, request_id: int) -> bool:
+        rows = self._read("SELECT 1 FROM stop_requests WHERE id > ? LIMIT 1", (request_id,))
+        return bool(rows)
 
     def stop_requested_since(self, since: int) -> bool:
         rows = self._read("SELECT 1 FROM stop_requests WHERE requested_at >= ? LIMIT 1", (since,))
         return bool(rows)
+
+
+def _latest_stop_request(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT coalesce(max(id), 0) FROM stop_requests").fetchone()[0])
 
 
 def _summary(values: list[int]) -> dict[str, float | None]:

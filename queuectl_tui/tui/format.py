@@ -25,6 +25,7 @@ WORKER_STYLES: dict[WorkerStatus, str] = {
     WorkerStatus.STOPPING: "magenta",
     WorkerStatus.STOPPED: "dim",
     WorkerStatus.LOST: "red",
+    WorkerStatus.HUNG: "bold white on red",
 }
 
 SPARK_BLOCKS = "▁▂▃▄▅▆▇█"

@@ -5,17 +5,22 @@ A module of its own (not conftest) so that test files import it by an unambiguou
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from queuectl_tui.engine.pool import PoolOptions, pid_alive, pool_command
+from queuectl_tui.config import Settings
+from queuectl_tui.engine import events
+from queuectl_tui.engine.pool import Pool, PoolOptions, pid_alive, pool_command
 from queuectl_tui.models import Attempt, Job, JobSpec, JobState, Worker
 from queuectl_tui.store import Store, open_store
 from queuectl_tui.timeutil import now_ms
@@ -202,3 +207,30 @@ class Queue:
                 pool.signal(signal.SIGKILL)
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     pool.proc.wait(timeout=10)
+
+
+class InProcessPool:
+    def __init__(
+        self, database: Path, count: int, log: io.StringIO | None = None, **settings: Any
+    ) -> None:
+        self.log = log or io.StringIO()
+        events.configure("json", stream=self.log)
+        settings = {"heartbeat_interval": 0.5, **settings}
+        settings = replace(Settings(), database_path=str(database), **settings)
+        self.pool = Pool(settings, PoolOptions(count=count, log_format="json"))
+        self.exit_code: int | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        wait_until(lambda: "pool started" in self.log.getvalue(), what="the pool to start")
+
+    def _run(self) -> None:
+        self.exit_code = self.pool.run(install_signals=False)
+
+    def events(self, name: str) -> list[dict[str, Any]]:
+        records = [json.loads(line) for line in self.log.getvalue().splitlines() if line]
+        return [record for record in records if record["event"] == name]
+
+    def stop(self) -> int | None:
+        self.pool.request_stop("test")
+        self.thread.join(timeout=20)
+        return self.exit_code

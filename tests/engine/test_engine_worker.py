@@ -7,49 +7,18 @@ import io
 import json
 import logging
 import sqlite3
-import threading
 import time
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_helpers import process_alive, wait_until
+from engine_helpers import InProcessPool, process_alive, wait_until
 
-from queuectl_tui.config import Settings
 from queuectl_tui.engine import dispatch, events
-from queuectl_tui.engine.pool import Pool, PoolOptions
 from queuectl_tui.models import JobSpec, JobState, Outcome, WorkerStatus
 from queuectl_tui.store import SQLiteStore, StoreBusyError, open_store
 from queuectl_tui.timeutil import now_ms
-
-
-class InProcessPool:
-    def __init__(
-        self, database: Path, count: int, log: io.StringIO | None = None, **settings: Any
-    ) -> None:
-        self.log = log or io.StringIO()
-        events.configure("json", stream=self.log)
-        settings = {"heartbeat_interval": 0.5, **settings}
-        settings = replace(Settings(), database_path=str(database), **settings)
-        self.pool = Pool(settings, PoolOptions(count=count, log_format="json"))
-        self.exit_code: int | None = None
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-        wait_until(lambda: "pool started" in self.log.getvalue(), what="the pool to start")
-
-    def _run(self) -> None:
-        self.exit_code = self.pool.run(install_signals=False)
-
-    def events(self, name: str) -> list[dict[str, Any]]:
-        records = [json.loads(line) for line in self.log.getvalue().splitlines() if line]
-        return [record for record in records if record["event"] == name]
-
-    def stop(self) -> int | None:
-        self.pool.request_stop("test")
-        self.thread.join(timeout=20)
-        return self.exit_code
 
 
 @pytest.fixture

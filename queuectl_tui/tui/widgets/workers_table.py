@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
-from ...models import Worker
+from ...models import Worker, WorkerStatus
 from ...timeutil import human_age
 from .. import format as fmt
 from .columns import ColumnSpec, ColumnTable
@@ -30,8 +30,13 @@ class WorkersTable(ColumnTable[Worker]):
 
     def build(self, worker: Worker, now: int) -> tuple[str, Sequence[Text]]:
         stale = worker.is_stale(now, self.stale_after_s)
-        status = Text(worker.status.value, style=fmt.WORKER_STYLES.get(worker.status, ""))
+        shown = worker.status
         if stale:
+            from ...engine.pool import worker_shown_status  # only for the rare silent worker
+
+            shown = worker_shown_status(worker, self.stale_after_s, now)
+        status = Text(shown.value, style=fmt.WORKER_STYLES.get(shown, ""))
+        if stale and shown is not WorkerStatus.HUNG:
             status = Text(f"{worker.status.value} STALE", style="bold white on red")
         beat = Text(human_age(worker.last_heartbeat, now) + " ago")
         if stale:
