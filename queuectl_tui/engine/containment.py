@@ -114,11 +114,30 @@ def run_markers(env: Mapping[str, str]) -> frozenset[bytes] | None:
     return frozenset(f"{name}={env[name]}".encode() for name in MARKER_NAMES)
 
 
+_children_fd: tuple[int, int] | None = None  # (pid, descriptor): kept open, read with pread
+
+
 def pool_orphans() -> list[int]:
     """Orphans adopted by this process: children of its main thread, which the kernel picks
-    as the reaper (the runs' shells are children of the dispatcher thread instead)."""
+    as the reaper (the runs' shells are children of the dispatcher thread instead). Read
+    through a descriptor kept open: this runs at the end of every run."""
+    global _children_fd
     pid = os.getpid()
-    return _children(pid, pid)
+    if _children_fd is None or _children_fd[0] != pid:
+        try:
+            fd = os.open(f"/proc/{pid}/task/{pid}/children", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return []
+        _children_fd = (pid, fd)
+    size = 4096
+    while True:
+        try:
+            data = os.pread(_children_fd[1], size, 0)
+        except OSError:
+            return []
+        if len(data) < size:
+            return [int(child) for child in data.split()]
+        size *= 4
 
 
 def _children(pid: int, tid: int) -> list[int]:
@@ -192,9 +211,17 @@ class RunProcesses:
     run's environment, and, once made, its cgroup."""
 
     def __init__(self, env: Mapping[str, str]) -> None:
-        self.markers = run_markers(env)
+        self._env = env
+        self._markers: frozenset[bytes] | bool | None = False  # False: not computed yet
         self.cgroup: Path | None = None
         self._escaped = False  # something of the run was outside the group at the last look
+
+    @property
+    def markers(self) -> frozenset[bytes] | None:
+        # Computed when first needed: most runs never need them.
+        if self._markers is False:
+            self._markers = run_markers(self._env)
+        return self._markers if isinstance(self._markers, frozenset) else None
 
     def members(self, shell: int | None) -> set[int]:
         """Every live process of the run found now (the shell included while it lives)."""
@@ -269,10 +296,10 @@ def cgroup_parent() -> Path | None:
     can kill a cgroup as a whole (cgroup.kill, Linux 5.14+) and QUEUECTL_CGROUPS is not
     "off"."""
     global _parent
-    if os.environ.get(CGROUPS_ENV, "").lower() in ("off", "0", "no", "false"):
-        return None
     if _parent is False:
-        _parent = _find_cgroup_parent()
+        # Looked up once per process: this runs at the start of every run.
+        off = os.environ.get(CGROUPS_ENV, "").lower() in ("off", "0", "no", "false")
+        _parent = None if off else _find_cgroup_parent()
     return _parent if isinstance(_parent, Path) else None
 
 

@@ -25,6 +25,8 @@ from .containment import (
     RunProcesses,
     cgroup_parent,
     environment,
+    pool_orphans,
+    reap_orphans,
     release_pool_cgroup,
     sweep_dead_pools,
 )
@@ -399,6 +401,7 @@ class Supervisor:
         for run in self.runs:
             self._release(run)
         self.runs = []
+        reap_orphans(pool_orphans())
         release_pool_cgroup()
 
     def _register(self, fd: int, run: Run) -> None:

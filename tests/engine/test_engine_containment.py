@@ -69,16 +69,23 @@ def daemon(duration: str) -> str:
     return f"setsid sleep {duration} >/dev/null 2>&1 </dev/null &"
 
 
+def children(pid: int) -> list[int]:
+    with open(f"/proc/{pid}/task/{pid}/children", "rb") as handle:
+        return [int(child) for child in handle.read().split()]
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_a_setsid_child_is_stopped_when_its_job_completes(queue: Queue, mode: str) -> None:
     duration = {"cgroup": "3201", "subreaper": "3202"}[mode]
     use_mode(queue, mode)
     with reaped(duration):
-        queue.start_pool(count=1)
+        pool = queue.start_pool(count=1)
         job_id = queue.enqueue(f"{daemon(duration)} sleep 0.5; echo ok")
         queue.wait_state(job_id, JobState.COMPLETED, timeout=30)
         assert queue.attempts(job_id)[-1].output == "ok\n"
         wait_until(lambda: not sleepers(duration), timeout=30, what="the daemon to be stopped")
+        # The daemon became the pool's child (its subreaper), which reaped it: no zombie.
+        wait_until(lambda: not children(pool.pid), timeout=30, what="the pool to reap it")
 
 
 @pytest.mark.parametrize("mode", MODES)
