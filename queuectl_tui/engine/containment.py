@@ -25,6 +25,7 @@ import logging
 import os
 import resource
 import signal
+import socket
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -188,6 +189,28 @@ def reap_orphans(orphans: Iterable[int]) -> None:
     for pid in orphans:
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)
+
+
+def stop_strays(running: Iterable[RunProcesses]) -> None:
+    """Kill the pool's orphans that carry the environment of one of this pool's runs that is
+    over (one forked just as its run's processes were killed): no run is left to stop them.
+    Only in a subreaper, where every orphan of the main thread comes from a run of this pool;
+    costs one read when there is none."""
+    if not _subreaper:
+        return
+    orphans = pool_orphans()
+    if not orphans:
+        return
+    reap_orphans(orphans)
+    ours = f"QUEUECTL_WORKER={socket.gethostname()}:{os.getpid()}:".encode()
+    live = [processes.markers for processes in running]
+    for pid in orphans:
+        env = environment(pid)
+        if not any(entry.startswith(ours) for entry in env):
+            continue  # not from this pool's runs, or it cleared its environment
+        if any(markers is not None and markers <= env for markers in live):
+            continue  # its run is still running
+        _signal(descendants([pid]), signal.SIGKILL)
 
 
 def _signal(pids: Iterable[int], sig: int) -> None:

@@ -28,6 +28,7 @@ from .containment import (
     pool_orphans,
     reap_orphans,
     release_pool_cgroup,
+    stop_strays,
     sweep_dead_pools,
 )
 from .spawn import Child, seal_inherited_fds, spawn_shell
@@ -133,7 +134,7 @@ class Run:
         self._recheck_at: float | None = None
         self._drain_until: float | None = None  # after KILL or exit: stop waiting for EOF
         self._exit_check_at = 0.0  # without a pidfd the exit is polled for
-        self._processes = RunProcesses(self.env)  # the run's processes outside its group
+        self.processes = RunProcesses(self.env)  # the run's processes outside its group
         self._contain_at: float | None = None  # when to move the run into a cgroup
         self._no_resources_until: float | None = None  # could not start: hand back then
         self._start_error: str | None = None
@@ -200,14 +201,14 @@ class Run:
                 self._stop_early("timeout", now)
             if self._kill_at is not None and now >= self._kill_at:
                 self._kill_group(child.pid)
-                self._processes.signal(child.pid, signal.SIGKILL)
+                self.processes.signal(child.pid, signal.SIGKILL)
                 self._kill_at = None
                 self._drain_until = now + _DRAIN_AFTER_KILL
             if not _has_exited(child.pid):
                 if self._contain_at is not None and now >= self._contain_at:
                     self._contain_at = None
                     if self._reason is None:
-                        self._processes.contain(child.pid)
+                        self.processes.contain(child.pid)
                 self._exit_check_at = now + _EXIT_POLL
                 return
             self._exited = True
@@ -215,19 +216,19 @@ class Run:
             # the pipe, or one writing elsewhere) is stopped now, while the unreaped shell
             # still reserves the group id; so is whatever of the run left the group.
             self._signal_group(signal.SIGTERM)
-            self._processes.after_exit()
+            self.processes.after_exit()
             child.wait()
             self._leftovers_until = now + self.kill_grace
             self._leftover_pause = 0.001
         if self._leftovers_until is not None:
-            if _group_exists(child.pid) or self._processes.alive():
+            if _group_exists(child.pid) or self.processes.alive():
                 if now < self._leftovers_until:
                     self._recheck_at = now + self._leftover_pause
                     self._leftover_pause = min(self._leftover_pause * 2, 0.05)
                     return
                 # The shell is reaped, but a live member keeps the group id reserved.
                 self._kill_group(child.pid)
-                self._processes.signal(None, signal.SIGKILL)
+                self.processes.signal(None, signal.SIGKILL)
             self._leftovers_until = self._recheck_at = None
             if not self._eof:
                 self._eof = self._drain(child.output_fd)
@@ -259,15 +260,15 @@ class Run:
             return
         if not self._exited:
             self._kill_group(child.pid)
-            self._processes.signal(child.pid, signal.SIGKILL)
+            self.processes.signal(child.pid, signal.SIGKILL)
             child.wait()
             self._exited = True
         elif self._leftovers_until is not None:
             # The shell is gone, a leftover may not be.
             if _group_exists(child.pid):
                 self._kill_group(child.pid)
-            self._processes.signal(None, signal.SIGKILL)
-        self._processes.release()
+            self.processes.signal(None, signal.SIGKILL)
+        self.processes.release()
         if self.pidfd is not None:
             os.close(self.pidfd)
             self.pidfd = None
@@ -279,7 +280,7 @@ class Run:
         self._reason = reason
         self._signal_group(signal.SIGTERM)
         if self.child is not None:
-            self._processes.signal(self.child.pid, signal.SIGTERM)
+            self.processes.signal(self.child.pid, signal.SIGTERM)
         self._kill_at = now + self.kill_grace
 
     def _signal_group(self, sig: int) -> None:
@@ -389,6 +390,8 @@ class Supervisor:
             else:
                 remaining.append(run)
         self.runs = remaining
+        if finished:
+            stop_strays([run.processes for run in self.runs])
         return finished, ready
 
     def cancel_all(self) -> None:

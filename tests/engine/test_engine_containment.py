@@ -166,6 +166,19 @@ def test_recovery_stops_the_setsid_grandchild_of_a_killed_pool(queue: Queue) -> 
         queue.wait_state(job_id, JobState.COMPLETED, timeout=30)
 
 
+def test_a_child_that_alters_its_run_s_variables_is_stopped_too(queue: Queue) -> None:
+    """It still names a worker of this pool, and no run of the pool with its variables is
+    running any more: the pool stops it when a run ends."""
+    duration = "3213"
+    queue.env[containment.CGROUPS_ENV] = "off"
+    command = f"QUEUECTL_ATTEMPT=99 {daemon(duration)} sleep 0.3; echo ok"
+    with reaped(duration):
+        queue.start_pool(count=1)
+        job_id = queue.enqueue(command)
+        queue.wait_state(job_id, JobState.COMPLETED, timeout=30)
+        wait_until(lambda: not sleepers(duration), timeout=30, what="the child to be stopped")
+
+
 def test_a_cgroup_catches_a_child_that_clears_its_environment(queue: Queue) -> None:
     """Without the run's environment only the run's cgroup knows the process is the run's."""
     if containment.cgroup_parent() is None:
