@@ -49,8 +49,9 @@ _log = logging.getLogger("queuectl")
 _subreaper = False
 
 
-class PoolLimitError(ConfigError):
-    """The pool cannot run this many workers within the process's limits."""
+class PoolLimitError(ConfigError, OSError):
+    """The pool cannot run this many workers within the process's limits: a refused setting
+    (the CLI exits 2) and a limit of the system (the console reports OSErrors)."""
 
 
 # -- the pool process ----------------------------------------------------------------------
@@ -74,10 +75,11 @@ def ensure_descriptors(count: int) -> None:
     if hard == resource.RLIM_INFINITY or hard >= needed:
         resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
         return
-    fits = max(0, (hard - _open_descriptors() - FDS_FOR_THE_POOL) // FDS_PER_RUN)
+    fits = (hard - _open_descriptors() - FDS_FOR_THE_POOL) // FDS_PER_RUN
+    advice = f"raise the limit or start at most {fits} workers" if fits > 0 else "raise it"
     raise PoolLimitError(
         f"a pool of {count} workers needs about {needed} open files but the limit is {hard} "
-        f"(ulimit -n); raise the limit or start at most {fits} workers"
+        f"(ulimit -n); {advice}"
     )
 
 

@@ -239,10 +239,14 @@ def _limited(soft: int, hard: int):
     return apply
 
 
-def test_a_pool_larger_than_the_open_files_limit_refuses_to_start(queue: Queue) -> None:
+@pytest.mark.parametrize("detach", [False, True])
+def test_a_pool_larger_than_the_open_files_limit_refuses_to_start(
+    queue: Queue, detach: bool
+) -> None:
     job_id = queue.enqueue("true")
+    flags = ["--detach"] if detach else []
     proc = subprocess.Popen(
-        [*queue.base_command(), "worker", "start", "--count", "100"],
+        [*queue.base_command(), "worker", "start", "--count", "100", *flags],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -256,10 +260,14 @@ def test_a_pool_larger_than_the_open_files_limit_refuses_to_start(queue: Queue) 
         proc.kill()
         proc.communicate()
         raise AssertionError("the pool started despite the limit") from None
+    finally:
+        if detach:
+            queue.cli("worker", "stop", check=False)  # if one started in the background
     assert proc.returncode == 2
     lines = stderr.strip().splitlines()
     assert len(lines) == 1 and "open files" in lines[0] and "ulimit -n" in lines[0], stderr
     assert queue.job(job_id).state is JobState.PENDING
+    assert queue.workers() == []  # no pool was started
 
 
 def test_a_pool_raises_its_soft_open_files_limit_when_the_hard_one_allows(queue: Queue) -> None:
