@@ -470,10 +470,15 @@ def sweep_dead_pools() -> int:
     killed = 0
     for entry in entries:
         pid_text = entry.name[len(_POOL_DIR_PREFIX) :]
-        if not pid_text.isdigit():
-            continue  # a probe
-        pid = int(pid_text)
-        if pid != os.getpid() and not _process_exists(pid):
+        probe = pid_text.startswith("probe-")
+        pid_text = pid_text.removeprefix("probe-")
+        if not pid_text.isdigit() or int(pid_text) == os.getpid():
+            continue
+        if _process_exists(int(pid_text)):
+            continue
+        if probe:
+            remove_cgroup(entry)  # its pool died while it looked for cgroups
+        else:
             killed += sweep_pool_cgroup(entry)
     return killed
 
