@@ -331,6 +331,7 @@ class Supervisor:
         # A job must not inherit a descriptor the pool's parent leaked to it; the pool's own
         # descriptors are close-on-exec already.
         seal_inherited_fds()
+        sweep_dead_pools()  # the cgroups that pools killed on this host left behind
         self._poller = select.poll()
         self._owners: dict[int, Run] = {}
         self.runs: list[Run] = []
