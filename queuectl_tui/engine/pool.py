@@ -38,6 +38,7 @@ from ..models import ACTIVE_WORKER_STATUSES, Job, JobState, Worker, WorkerStatus
 from ..store import Store, StoreError, open_store
 from ..timeutil import human_seconds, now_ms, to_iso
 from . import events
+from .containment import ensure_descriptors, prepare_pool_process
 from .dispatch import Dispatcher, PoolContext
 from .retry import retry_store_call
 from .runner import stop_lost_run
@@ -667,6 +668,7 @@ def run_pool(settings: Settings, options: PoolOptions) -> int:
             known="/".join(WAKE_MODES),
         )
         wake_mode = "auto"
+    prepare_pool_process(settings, options.count)
     try:
         pool = Pool(settings, options, wake_mode, launched_at=process_started_ms())
         return pool.run(install_signals=True)
@@ -693,6 +695,7 @@ def pool_command(
 def start_detached(settings: Settings, options: PoolOptions, config_path: str | None) -> Detached:
     """Start `queuectl worker start` in the background (its own session, so a closing
     terminal or console does not stop it); output goes to a log file beside the database."""
+    ensure_descriptors(options.count)  # refuse here, not in a log nobody reads
     database = str(Path(settings.database_path).expanduser().resolve())
     log_path = log_path_for(database)
     config = str(Path(config_path).expanduser().resolve()) if config_path else None

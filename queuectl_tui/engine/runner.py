@@ -1,15 +1,17 @@
 """Run one job's command: its own process group, a deadline, and a capped output tail.
 
-The command runs as `/bin/sh -c COMMAND` in a new session, so the whole tree it starts shares
-one process group that can be signalled at once. stdout and stderr share one pipe (so their
+The command runs as `/bin/sh -c COMMAND` in a new session, so the tree it starts shares one
+process group that can be signalled at once. stdout and stderr share one pipe (so their
 order is kept) that is drained with poll(); the shell's exit is watched through a pidfd.
-When the command ends, times out or is cancelled, every process left in its group is stopped
-(TERM, then KILL after the grace period): no grandchild outlives its job.
+When the command ends, times out or is cancelled, every process left in its group, and every
+one that left the group (see containment.py), is stopped (TERM, then KILL after the grace
+period): no child outlives its job.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import select
 import signal
@@ -18,6 +20,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..models import Outcome
+from .containment import (
+    CGROUP_AFTER,
+    RunProcesses,
+    cgroup_parent,
+    environment,
+    pool_orphans,
+    reap_orphans,
+    release_pool_cgroup,
+    stop_strays,
+    sweep_dead_pools,
+)
 from .spawn import Child, seal_inherited_fds, spawn_shell
 
 _READ_SIZE = 65536
@@ -27,6 +40,11 @@ _READABLE = select.POLLIN | select.POLLHUP | select.POLLERR
 _DRAIN_AFTER_KILL = 0.5
 # Without pidfd support the shell's exit is polled at this interval.
 _EXIT_POLL = 0.05
+# A shell that could not start for want of the pool's resources (descriptors, processes,
+# memory) is handed back without spending an attempt, after this pause so that the pool does
+# not spin on claiming it again.
+_RESOURCE_ERRORS = (errno.EMFILE, errno.ENFILE, errno.EAGAIN, errno.ENOMEM)
+_RESOURCE_PAUSE = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +134,10 @@ class Run:
         self._recheck_at: float | None = None
         self._drain_until: float | None = None  # after KILL or exit: stop waiting for EOF
         self._exit_check_at = 0.0  # without a pidfd the exit is polled for
+        self.processes = RunProcesses(self.env)  # the run's processes outside its group
+        self._contain_at: float | None = None  # when to move the run into a cgroup
+        self._no_resources_until: float | None = None  # could not start: hand back then
+        self._start_error: str | None = None
 
     @property
     def pid(self) -> int | None:
@@ -132,6 +154,12 @@ class Run:
             child = spawn_shell(self.command, self.env)
         except OSError as error:
             error_text = f"could not start /bin/sh: {error}"
+            if error.errno in _RESOURCE_ERRORS:
+                self._start_error = (
+                    f"{error_text} (the pool's resources; the attempt is not counted)"
+                )
+                self._no_resources_until = now + _RESOURCE_PAUSE
+                return
             self.result = RunResult(Outcome.FAILED, None, "", error_text, 0)
             return
         self.child = child
@@ -139,6 +167,8 @@ class Run:
         self.pidfd = _open_pidfd(child.pid)
         self._deadline = now + self.timeout
         self._exit_check_at = now + _EXIT_POLL
+        if cgroup_parent() is not None:
+            self._contain_at = now + CGROUP_AFTER
 
     def cancel(self, now: float) -> None:
         """Stop the run: TERM to the group now, KILL after the grace period. A command that
@@ -160,34 +190,45 @@ class Run:
     def advance(self, now: float) -> None:
         """Act on whatever is due: exit, deadline, kill, leftovers, the end of draining."""
         child = self.child
-        if self.result is not None or child is None:
+        if self.result is not None:
+            return
+        if child is None:
+            if self._no_resources_until is not None and now >= self._no_resources_until:
+                self.result = RunResult(Outcome.CANCELLED, None, "", self._start_error, 0)
             return
         if not self._exited:
             if self._reason is None and now >= self._deadline:
                 self._stop_early("timeout", now)
             if self._kill_at is not None and now >= self._kill_at:
                 self._kill_group(child.pid)
+                self.processes.signal(child.pid, signal.SIGKILL)
                 self._kill_at = None
                 self._drain_until = now + _DRAIN_AFTER_KILL
             if not _has_exited(child.pid):
+                if self._contain_at is not None and now >= self._contain_at:
+                    self._contain_at = None
+                    if self._reason is None:
+                        self.processes.contain(child.pid)
                 self._exit_check_at = now + _EXIT_POLL
                 return
             self._exited = True
             # The shell is done; anything left in its group (a background child still holding
             # the pipe, or one writing elsewhere) is stopped now, while the unreaped shell
-            # still reserves the group id.
+            # still reserves the group id; so is whatever of the run left the group.
             self._signal_group(signal.SIGTERM)
+            self.processes.after_exit()
             child.wait()
             self._leftovers_until = now + self.kill_grace
             self._leftover_pause = 0.001
         if self._leftovers_until is not None:
-            if _group_exists(child.pid):
+            if _group_exists(child.pid) or self.processes.alive():
                 if now < self._leftovers_until:
                     self._recheck_at = now + self._leftover_pause
                     self._leftover_pause = min(self._leftover_pause * 2, 0.05)
                     return
                 # The shell is reaped, but a live member keeps the group id reserved.
                 self._kill_group(child.pid)
+                self.processes.signal(None, signal.SIGKILL)
             self._leftovers_until = self._recheck_at = None
             if not self._eof:
                 self._eof = self._drain(child.output_fd)
@@ -199,11 +240,15 @@ class Run:
 
     def wake_at(self) -> float | None:
         """The next moment `advance()` must run even if no descriptor is ready."""
-        if self.result is not None or self.child is None:
+        if self.result is not None:
             return None
+        if self.child is None:
+            return self._no_resources_until
         if self._exited:
             return self._recheck_at if self._leftovers_until is not None else self._drain_until
         moment = self._kill_at if self._reason is not None else self._deadline
+        if self._contain_at is not None and moment is not None:
+            moment = min(moment, self._contain_at)
         if self.pidfd is None:
             return self._exit_check_at if moment is None else min(moment, self._exit_check_at)
         return moment
@@ -215,10 +260,15 @@ class Run:
             return
         if not self._exited:
             self._kill_group(child.pid)
+            self.processes.signal(child.pid, signal.SIGKILL)
             child.wait()
             self._exited = True
-        elif self._leftovers_until is not None and _group_exists(child.pid):
-            self._kill_group(child.pid)  # the shell is gone, a leftover is not
+        elif self._leftovers_until is not None:
+            # The shell is gone, a leftover may not be.
+            if _group_exists(child.pid):
+                self._kill_group(child.pid)
+            self.processes.signal(None, signal.SIGKILL)
+        self.processes.release()
         if self.pidfd is not None:
             os.close(self.pidfd)
             self.pidfd = None
@@ -229,6 +279,8 @@ class Run:
     def _stop_early(self, reason: str, now: float) -> None:
         self._reason = reason
         self._signal_group(signal.SIGTERM)
+        if self.child is not None:
+            self.processes.signal(self.child.pid, signal.SIGTERM)
         self._kill_at = now + self.kill_grace
 
     def _signal_group(self, sig: int) -> None:
@@ -279,6 +331,7 @@ class Supervisor:
         # A job must not inherit a descriptor the pool's parent leaked to it; the pool's own
         # descriptors are close-on-exec already.
         seal_inherited_fds()
+        sweep_dead_pools()  # the cgroups that pools killed on this host left behind
         self._poller = select.poll()
         self._owners: dict[int, Run] = {}
         self.runs: list[Run] = []
@@ -338,6 +391,8 @@ class Supervisor:
             else:
                 remaining.append(run)
         self.runs = remaining
+        if finished:
+            stop_strays([run.processes for run in self.runs])
         return finished, ready
 
     def cancel_all(self) -> None:
@@ -350,6 +405,8 @@ class Supervisor:
         for run in self.runs:
             self._release(run)
         self.runs = []
+        reap_orphans(pool_orphans())
+        release_pool_cgroup()
 
     def _register(self, fd: int, run: Run) -> None:
         self._poller.register(fd, _READABLE)
@@ -426,8 +483,9 @@ def stop_lost_run(job_id: str, attempt: int, worker_id: str) -> int:
 
     They are found by the environment every run carries, which names the job, the run and the
     worker (host, pool pid and number), so neither a later run of the same job, nor a job of
-    the same id in another queue, nor any other process matches. Returns how many processes
-    were killed."""
+    the same id in another queue, nor any other process matches; a process that left the
+    run's session is found the same way. What is left in the cgroups of dead pools is killed
+    too. Returns how many processes were killed."""
     wanted = {
         f"QUEUECTL_JOB_ID={job_id}".encode(),
         f"QUEUECTL_ATTEMPT={attempt}".encode(),
@@ -435,7 +493,7 @@ def stop_lost_run(job_id: str, attempt: int, worker_id: str) -> int:
     }
     killed: set[int] = set()
     for _ in range(3):  # again, in case one forked while it was being killed
-        found = [pid for pid in _proc_pids() if wanted <= _environment(pid)]
+        found = [pid for pid in _proc_pids() if wanted <= environment(pid)]
         fresh = [pid for pid in found if pid not in killed]
         if not fresh:
             break
@@ -444,6 +502,7 @@ def stop_lost_run(job_id: str, attempt: int, worker_id: str) -> int:
                 os.kill(pid, signal.SIGKILL)
                 killed.add(pid)
         time.sleep(0.01)  # let the signals land before looking again
+    sweep_dead_pools()  # what cleared its environment, where cgroups were used
     return len(killed)
 
 
@@ -454,14 +513,6 @@ def _proc_pids() -> list[int]:
         return []
     me = os.getpid()
     return [int(entry) for entry in entries if entry.isdigit() and int(entry) != me]
-
-
-def _environment(pid: int) -> set[bytes]:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as handle:
-            return set(handle.read().split(b"\0"))
-    except OSError:
-        return set()
 
 
 _base_environment: dict[str, str] | None = None
