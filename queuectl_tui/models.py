@@ -37,9 +37,16 @@ class Outcome(str, Enum):
     TIMEOUT = "timeout"
     LOST = "lost"  # the worker died or vanished mid-job
     CANCELLED = "cancelled"  # stopped by a forced shutdown; costs no attempt
+    # Read, never written: a stored value this version does not know (another program or a
+    # newer version wrote it). One odd row must not make the job's history unreadable.
+    UNKNOWN = "unknown"
 
     def __str__(self) -> str:
         return self.value
+
+    @classmethod
+    def _missing_(cls, value: object) -> Outcome:
+        return cls.UNKNOWN
 
 
 class WorkerStatus(str, Enum):
@@ -51,9 +58,15 @@ class WorkerStatus(str, Enum):
     # Shown, never stored: an active worker of a live pool on this host that has been silent
     # past the stale timeout (frozen, or its dispatcher hangs).
     HUNG = "hung"
+    # Read, never written: a stored status this version does not know.
+    UNKNOWN = "unknown"
 
     def __str__(self) -> str:
         return self.value
+
+    @classmethod
+    def _missing_(cls, value: object) -> WorkerStatus:
+        return cls.UNKNOWN
 
 
 ACTIVE_WORKER_STATUSES = (WorkerStatus.IDLE, WorkerStatus.BUSY, WorkerStatus.STOPPING)

@@ -115,3 +115,21 @@ def test_the_stuck_job_can_be_retried_from_the_dead_letter_queue(
     poison(db_path, "stuck", YEAR_10000, state="dead")
     assert run_cli("dlq", "retry", "stuck").returncode == 0
     assert json.loads(run_cli("show", "--json", "stuck").stdout)["state"] == "pending"
+
+
+def test_an_outcome_or_worker_status_this_version_does_not_know_is_shown_as_unknown(
+    run_cli: RunCli, db_path: Path
+) -> None:
+    assert run_cli("enqueue", '{"id":"odd","command":"true"}').returncode == 0
+    poison(db_path, "odd", 1_700_000_000_000, state="dead")
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("UPDATE attempts SET outcome = 'vanished'")
+        conn.execute("UPDATE workers SET status = 'napping'")
+    for args in (("show", "odd"), ("workers",)):
+        result = run_cli(*args)
+        assert result.returncode == 0, (args, result.stderr)
+        assert "unknown" in result.stdout, args
+    shown = json.loads(run_cli("show", "--json", "odd").stdout)
+    assert [attempt["outcome"] for attempt in shown["attempt_history"]] == ["unknown"]
+    workers = json.loads(run_cli("workers", "--json").stdout)
+    assert [worker["status"] for worker in workers] == ["unknown"]
