@@ -91,6 +91,187 @@ async def until_ready(pilot, wait_for) -> None:
     await wait_for(pilot, lambda: getattr(pilot.app.screen, "ready", True))
 
 
+# -- keys right after a pane switch ------------------------------------------------------------
+@pytest.mark.parametrize("keys", [["j"], ["j", "1"]])
+async def test_text_typed_right_after_a_pane_switch_goes_into_the_filter(
+    make_console, settle, pool_starts, keys
+) -> None:
+    app = make_console()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("w")
+        await settle(pilot)
+        burst(app, *keys, "/", *"hostile-clear")
+        await settle(pilot)
+        assert app.pane is Pane.JOBS
+        assert app.query_one("#filter", Input).value == "hostile-clear"
+        assert app.focused is app.query_one("#filter", Input)
+        burst(app, "enter", "enter")
+        await settle(pilot)
+        assert app.search == "hostile-clear"
+        assert type(app.screen).__name__ == "Screen"  # no dialog, no job opened
+        assert pool_starts == []
+
+
+async def test_a_pane_switch_moves_the_focus_before_the_next_key(make_console, settle) -> None:
+    app = make_console()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        burst(app, "d", "down", "down")
+        await settle(pilot)
+        assert app.focused is app.table_for(Pane.DEAD)
+        assert app.table_for(Pane.DEAD).selected_key == "hostile-output"
+        assert app.table_for(Pane.JOBS).cursor_row == 0
+
+
+# -- dialogs take only keys pressed after they appeared ----------------------------------------
+async def test_no_burst_of_keys_can_start_a_worker_pool(
+    make_console, settle, wait_for, pool_starts
+) -> None:
+    app = make_console()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        burst(app, *"hosts", "enter", "enter", "y")
+        await settle(pilot)
+        assert isinstance(app.screen, StartPoolScreen)
+        await until_ready(pilot, wait_for)
+        focused = app.focused
+        assert isinstance(focused, Button) and focused.id == "cancel"  # the safe choice
+        await pilot.press("enter")
+        await settle(pilot)
+        assert not isinstance(app.screen, StartPoolScreen)
+        assert pool_starts == []
+
+
+async def test_a_confirmation_ignores_keys_typed_before_it_appeared(
+    make_console, demo_store, settle, wait_for
+) -> None:
+    app = make_console()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        burst(app, "x", "y")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        await until_ready(pilot, wait_for)
+        await pilot.press("n")
+        await settle(pilot)
+        assert not demo_store.stop_requested_since(0)
+        await pilot.press("d")
+        await settle(pilot)
+        burst(app, "R", "tab", "enter", "y")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await settle(pilot)
+        assert demo_store.counts()[JobState.DEAD] == 4
+        await until_ready(pilot, wait_for)
+        await pilot.press("y")
+        await settle(pilot)
+        assert demo_store.counts()[JobState.DEAD] == 0
+
+
+async def test_the_enqueue_form_ignores_text_typed_before_it_appeared(
+    make_console, demo_store, settle, wait_for
+) -> None:
+    app = make_console()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        total = sum(demo_store.counts().values())
+        burst(app, "n", *"echo hi", "enter")
+        await settle(pilot)
+        form = app.screen
+        assert isinstance(form, EnqueueScreen)
+        assert form.query_one("#input-command", Input).value == ""
+        assert sum(demo_store.counts().values()) == total
+        await until_ready(pilot, wait_for)
+        await pilot.press(*"echo hi", "enter")
+        await wait_for(pilot, lambda: sum(demo_store.counts().values()) == total + 1)
+
+
+# -- Enter acts on the rows of the current filter ----------------------------------------------
+async def test_enter_right_after_a_filter_never_opens_a_row_of_the_old_list(
+    make_console, settle, reads
+) -> None:
+    app = make_console()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        table = app.table_for(Pane.JOBS)
+        assert table.selected_key not in ("webhook-5521", "sync-crm")
+        reads.hold()
+        await pilot.press("slash", *"curl", "enter")
+        await pilot.press("enter")  # before the filtered rows have landed
+        assert not isinstance(app.screen, JobDetailScreen)
+        reads.release()
+        await settle(pilot)
+        assert table.keys == ["webhook-5521", "sync-crm"]
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, JobDetailScreen) and app.screen.job_id == "webhook-5521"
+
+
+async def test_enter_right_after_a_state_tab_never_opens_a_row_of_the_old_tab(
+    make_console, settle, reads
+) -> None:
+    app = make_console()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        reads.hold()
+        burst(app, "3", "enter")
+        await pilot.pause(0.2)
+        assert not isinstance(app.screen, JobDetailScreen)
+        reads.release()
+        await settle(pilot)
+        assert app.table_for(Pane.JOBS).keys == ["video-encode-10", "import-orders"]
+
+
+# -- the page number belongs to the rows it is shown with --------------------------------------
+@pytest.fixture
+def thirty_jobs(tmp_path: Path) -> Settings:
+    path = tmp_path / "thirty.db"
+    store = SQLiteStore(path)
+    for n in range(30):
+        store.enqueue(JobSpec(id=f"job-{n:02d}", command=f"echo {n}"), 3, DEMO_NOW)
+    store.close()
+    return Settings(database_path=str(path))
+
+
+def page_keys(page: int) -> list[str]:
+    """The ids on `page` of thirty jobs, five a page, newest first."""
+    top = 29 - 5 * (page - 1)
+    return [f"job-{n:02d}" for n in range(top, top - 5, -1)]
+
+
+async def test_fast_paging_shows_the_page_number_of_the_rows_shown(
+    make_console, thirty_jobs, settle, reads
+) -> None:
+    app = make_console(thirty_jobs, page_size=5)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        status = app.query_one("#jobs-status", Static)
+        reads.hold()
+        await pilot.press("right_square_bracket", "right_square_bracket")
+        assert "page" not in shown(status)  # no page number without its rows
+        assert app.table_for(Pane.JOBS).row_count == 0
+        reads.release()
+        await settle(pilot)
+        assert "page 3 " in shown(status)
+        assert app.table_for(Pane.JOBS).keys == page_keys(3)
+        reads.hold()
+        for _ in range(10):
+            await pilot.press("right_square_bracket")
+            await pilot.pause(0.05)
+        reads.release()
+        await settle(pilot)
+        assert "page 6 " in shown(status)  # the last page: paging past it changes nothing
+        assert app.table_for(Pane.JOBS).keys == page_keys(6)
+        await pilot.press("right_square_bracket")
+        await settle(pilot)
+        assert "page 6 " in shown(status)
+        assert app.table_for(Pane.JOBS).keys == page_keys(6)
+        await pilot.press("left_square_bracket")
+        await settle(pilot)
+        assert "page 5 " in shown(status)
+        assert app.table_for(Pane.JOBS).keys == page_keys(5)
+
+
 # -- a running attempt is part of the history --------------------------------------------------
 async def test_a_running_job_shows_its_attempt_in_progress(make_console, settle) -> None:
     app = make_console()
