@@ -186,6 +186,41 @@ async def test_the_enqueue_form_ignores_text_typed_before_it_appeared(
         await wait_for(pilot, lambda: sum(demo_store.counts().values()) == total + 1)
 
 
+# -- retry all retries what it counted ---------------------------------------------------------
+def bury(store: SQLiteStore, job_id: str) -> None:
+    """Make a new dead job the way a pool would: one failed run and no retries left."""
+    store.enqueue(JobSpec(id=job_id, command="false", priority=1000, max_retries=0), 0, DEMO_NOW)
+    job = store.claim("w-build-1", 4242, DEMO_NOW + 1)
+    assert job is not None and job.id == job_id
+    settlement = Settlement(job, Outcome.FAILED, 1, "", "exit code 1", DEMO_NOW + 2)
+    store.settle(settlement, 2.0, 60.0)
+    assert store.get(job_id).state is JobState.DEAD
+
+
+async def test_retry_all_retries_exactly_the_jobs_it_counted(
+    make_console, demo_store, settle, wait_for, monkeypatch
+) -> None:
+    app = make_console()
+    said: list[str] = []
+    monkeypatch.setattr(app, "notify", lambda message, **_: said.append(str(message)))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("d", "R")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        assert app.screen.title_text == "Retry 4 dead jobs?"
+        bury(demo_store, "died-meanwhile")  # dead after the dialog counted
+        demo_store.retry_dead(["backup-db"], DEMO_NOW + 3)  # retried elsewhere meanwhile
+        await until_ready(pilot, wait_for)
+        await pilot.press("y")
+        await wait_for(pilot, lambda: any("pending again" in text for text in said))
+        assert demo_store.get("died-meanwhile").state is JobState.DEAD
+        for job_id in ("sync-crm", "video-encode-9", "hostile-output"):
+            assert demo_store.get(job_id).state is JobState.PENDING
+        assert demo_store.counts()[JobState.DEAD] == 1
+        message = next(text for text in said if "pending again" in text)
+        assert message == "3 dead jobs are pending again; 1 skipped: no longer dead."
+
+
 # -- Enter acts on the rows of the current filter ----------------------------------------------
 async def test_enter_right_after_a_filter_never_opens_a_row_of_the_old_list(
     make_console, settle, reads
