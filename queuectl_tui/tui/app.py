@@ -12,13 +12,15 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import ClassVar
 
 from rich.text import Text
 from textual import events, on, work
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, ScreenStackError
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.dom import DOMNode
 from textual.screen import ModalScreen
 from textual.timer import Timer
 from textual.widget import Widget
@@ -49,6 +51,7 @@ PAGE_SIZE = 100
 FULL_READ_EVERY_MS = 10_000  # throughput windows move with time even when nothing is written
 THROUGHPUT_EVERY_MS = 5_000  # per-minute rates: reading them at most this often is plenty
 FILTER_DELAY = 0.3
+KEY_TIMEOUT = 1.0  # seconds: a key whose widget went away stops holding the keys after it
 STATE_TABS = actions.STATE_TABS
 PANE_TITLES = {Pane.JOBS: "Jobs", Pane.WORKERS: "Workers", Pane.DEAD: "Dead letters"}
 # Actions still allowed while a job's detail is open (modal dialogs allow none).
@@ -103,6 +106,10 @@ class QueueConsole(QueueOperations, App[None]):
         self._filter_timer: Timer | None = None
         self._next_read_at = 0.0
         self.closing = False
+        self._key_in_flight = 0  # the serial number of the key being followed; 0: none
+        self._key_serial = 0
+        self._held_keys: list[events.Key] = []
+        self._replayed: events.Key | None = None  # the held key sent on to be routed now
 
     # -- layout ---------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -144,12 +151,59 @@ class QueueConsole(QueueOperations, App[None]):
         self.reader.close()
         self.writer.close()
 
+    # -- keys, one at a time --------------------------------------------------------------------
     async def on_event(self, event: events.Event) -> None:
-        if isinstance(event, events.Key) and not event.is_forwarded:
+        if not isinstance(event, events.Key) or event.is_forwarded:
+            await super().on_event(event)
+            return
+        if event is not self._replayed and self.keys_pending:
+            self._held_keys.append(event)  # routed once the keys before it are done
+            return
+        self._replayed = None
+        await self._route_key(event)
+
+        if not self._key_in_flight:
+            self._replay_next()
+
+    async def _route_key(self, event: events.Key) -> None:
+        try:
             screen = self.screen
-            if isinstance(screen, Dialog) and not screen.takes(event):
-                return  # pressed before the dialog could be read: not an answer to it
+        except ScreenStackError:
+            return  # the console is shutting down
+        if isinstance(screen, Dialog) and not screen.takes(event):
+            return  # pressed before the dialog could be read: not an answer to it
+        target = self.focused or screen
         await super().on_event(event)
+        if event.is_forwarded:  # a widget's key (not a console action): follow it to the end
+            self._key_serial += 1
+            self._key_in_flight = self._key_serial
+            self.set_timer(KEY_TIMEOUT, partial(self._key_done, self._key_serial))
+            self._follow_key(target.ancestors_with_self, self._key_serial)
+
+    @property
+    def keys_pending(self) -> bool:
+        """True while a key is being handled, or keys wait for the one before them."""
+        return bool(self._key_in_flight or self._held_keys or self._replayed is not None)
+
+    def _follow_key(self, path: list[DOMNode], key: int) -> None:
+        # A widget's key bubbles up to the app one message queue at a time: a callback queued
+        # behind it on each node in turn runs once every node has handled it.
+        while path:
+            node, path = path[0], path[1:]
+            if node.call_later(self._follow_key, path, key):
+                return
+        self._key_done(key)
+
+    def _key_done(self, key: int) -> None:
+        if key != self._key_in_flight:
+            return  # done already, or given up on after KEY_TIMEOUT
+        self._key_in_flight = 0
+        self._replay_next()
+
+    def _replay_next(self) -> None:
+        if self._held_keys and self._replayed is None:
+            self._replayed = self._held_keys.pop(0)
+            self.post_message(self._replayed)
 
     def focus_now(self, widget: Widget) -> None:
         """Focus `widget` before the next key is routed (Widget.focus waits for queued keys)."""
@@ -371,7 +425,8 @@ class QueueConsole(QueueOperations, App[None]):
     # -- permissions ----------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "submit_filter":
-            return self.focused is self.query_one("#filter", Input)
+            focused = self.focused
+            return isinstance(focused, Input) and focused.id == "filter"
         if action not in actions.NAMES:
             return True
         if self.readonly and action in actions.MUTATING:

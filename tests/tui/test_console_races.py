@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from test_console import shown
 from textual import events
-from textual.app import App
 from textual.keys import _character_to_key
+from textual.pilot import Pilot
 from textual.widgets import Button, Input, Static
 
 from queuectl_tui.config import Settings
@@ -38,10 +38,12 @@ def key_event(key: str) -> events.Key:
     return events.Key(key, NAMED_CHARACTERS.get(key))
 
 
-def burst(app: App[None], *keys: str) -> None:
-    """Queue keys as a terminal delivers one read of input: all before the first is handled."""
+async def burst(pilot: Pilot, *keys: str) -> None:
+    """Queue keys as a terminal delivers one read of input: all before the first is handled;
+    returns once the console has taken them all in (not necessarily handled them)."""
     for key in keys:
-        app.post_message(key_event(key))
+        pilot.app.post_message(key_event(key))
+    await pilot.pause()
 
 
 class ReadGate:
@@ -101,27 +103,35 @@ async def test_text_typed_right_after_a_pane_switch_goes_into_the_filter(
         await settle(pilot)
         await pilot.press("w")
         await settle(pilot)
-        burst(app, *keys, "/", *"hostile-clear")
+        await burst(pilot, *keys, "/", *"hostile-clear")
         await settle(pilot)
         assert app.pane is Pane.JOBS
         assert app.query_one("#filter", Input).value == "hostile-clear"
         assert app.focused is app.query_one("#filter", Input)
-        burst(app, "enter", "enter")
+        await burst(pilot, "enter", "enter")
         await settle(pilot)
         assert app.search == "hostile-clear"
         assert type(app.screen).__name__ == "Screen"  # no dialog, no job opened
         assert pool_starts == []
 
 
-async def test_a_pane_switch_moves_the_focus_before_the_next_key(make_console, settle) -> None:
+async def test_a_pane_switch_moves_the_focus_before_the_next_key(
+    make_console, settle, wait_for, reads
+) -> None:
     app = make_console()
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        burst(app, "d", "down", "down")
-        await settle(pilot)
+        reads.hold()
+        await burst(pilot, "d", "down", "down", "enter")
+        await wait_for(pilot, lambda: not app.keys_pending)
         assert app.focused is app.table_for(Pane.DEAD)
+        assert app.table_for(Pane.JOBS).cursor_row == 0  # the keys did not go to the old pane
+        assert not isinstance(app.screen, JobDetailScreen)  # nor to rows not shown yet
+        reads.release()
+        await settle(pilot)
+        assert app.table_for(Pane.DEAD).selected_key == "sync-crm"
+        await pilot.press("down", "down")
         assert app.table_for(Pane.DEAD).selected_key == "hostile-output"
-        assert app.table_for(Pane.JOBS).cursor_row == 0
 
 
 # -- dialogs take only keys pressed after they appeared ----------------------------------------
@@ -131,7 +141,7 @@ async def test_no_burst_of_keys_can_start_a_worker_pool(
     app = make_console()
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        burst(app, *"hosts", "enter", "enter", "y")
+        await burst(pilot, *"hosts", "enter", "enter", "y")
         await settle(pilot)
         assert isinstance(app.screen, StartPoolScreen)
         await until_ready(pilot, wait_for)
@@ -149,7 +159,7 @@ async def test_a_confirmation_ignores_keys_typed_before_it_appeared(
     app = make_console()
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        burst(app, "x", "y")
+        await burst(pilot, "x", "y")
         await settle(pilot)
         assert isinstance(app.screen, ConfirmScreen)
         await until_ready(pilot, wait_for)
@@ -158,7 +168,7 @@ async def test_a_confirmation_ignores_keys_typed_before_it_appeared(
         assert not demo_store.stop_requested_since(0)
         await pilot.press("d")
         await settle(pilot)
-        burst(app, "R", "tab", "enter", "y")
+        await burst(pilot, "R", "tab", "enter", "y")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await settle(pilot)
         assert demo_store.counts()[JobState.DEAD] == 4
@@ -175,7 +185,7 @@ async def test_the_enqueue_form_ignores_text_typed_before_it_appeared(
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         total = sum(demo_store.counts().values())
-        burst(app, "n", *"echo hi", "enter")
+        await burst(pilot, "n", *"echo hi", "enter")
         await settle(pilot)
         form = app.screen
         assert isinstance(form, EnqueueScreen)
@@ -242,6 +252,23 @@ async def test_enter_right_after_a_filter_never_opens_a_row_of_the_old_list(
         assert isinstance(app.screen, JobDetailScreen) and app.screen.job_id == "webhook-5521"
 
 
+async def test_filter_text_and_enter_in_one_burst_filter_by_all_of_the_text(
+    make_console, settle, wait_for, reads
+) -> None:
+    app = make_console()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        reads.hold()
+        await burst(pilot, "/", *"curl", "enter", "enter")
+        await wait_for(pilot, lambda: not app.keys_pending)
+        assert app.search == "curl"
+        assert app.focused is app.table_for(Pane.JOBS)
+        assert not isinstance(app.screen, JobDetailScreen)
+        reads.release()
+        await settle(pilot)
+        assert app.table_for(Pane.JOBS).keys == ["webhook-5521", "sync-crm"]
+
+
 async def test_enter_right_after_a_state_tab_never_opens_a_row_of_the_old_tab(
     make_console, settle, reads
 ) -> None:
@@ -249,7 +276,7 @@ async def test_enter_right_after_a_state_tab_never_opens_a_row_of_the_old_tab(
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         reads.hold()
-        burst(app, "3", "enter")
+        await burst(pilot, "3", "enter")
         await pilot.pause(0.2)
         assert not isinstance(app.screen, JobDetailScreen)
         reads.release()
