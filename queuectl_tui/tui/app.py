@@ -161,7 +161,6 @@ class QueueConsole(QueueOperations, App[None]):
             return
         self._replayed = None
         await self._route_key(event)
-
         if not self._key_in_flight:
             self._replay_next()
 

@@ -210,6 +210,9 @@ def bury(store: SQLiteStore, job_id: str) -> None:
 async def test_retry_all_retries_exactly_the_jobs_it_counted(
     make_console, demo_store, settle, wait_for, monkeypatch
 ) -> None:
+    from queuectl_tui.tui import operations
+
+    monkeypatch.setattr(operations, "DEAD_IDS_PER_READ", 3, raising=False)  # ids over 2 reads
     app = make_console()
     said: list[str] = []
     monkeypatch.setattr(app, "notify", lambda message, **_: said.append(str(message)))
