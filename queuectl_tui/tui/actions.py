@@ -52,7 +52,8 @@ TABLES = "Jobs and dead letters"
 
 ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("question_mark", "help", "Help", "Show every key", GLOBAL, key_display="?"),
-    ActionSpec("enter", "open_job", "Open", "Open the selected job", TABLES, "Enter"),
+    # Not in the footer: Enter on a row is what every table does, and the footer is short.
+    ActionSpec("enter", "open_job", "Open", "Open the selected job", TABLES, "Enter", footer=False),
     ActionSpec("slash", "filter", "Filter", "Filter by id or command text", TABLES, "/"),
     ActionSpec("n", "new_job", "New", "Open the enqueue form", GLOBAL, mutating=True),
     ActionSpec(
@@ -120,11 +121,24 @@ MUTATING = frozenset(spec.name for spec in ACTIONS if spec.mutating)
 NAMES = frozenset(spec.name for spec in ACTIONS)
 # About a table of jobs: refused on the Workers pane.
 TABLE_ACTIONS = frozenset(spec.name for spec in ACTIONS if spec.section == TABLES)
+# Keys that are text: while an input has the focus they are typed into it, not run.
+TYPED = frozenset(
+    spec.name for spec in ACTIONS if spec.keys != "escape" and not spec.keys.startswith("ctrl+")
+)
 
 
 def bindings() -> list[Binding]:
+    """Priority bindings: the console handles each key before it looks at the next one, so a
+    key that moves the focus (a pane, a tab, the filter) has moved it for the keys after it."""
     return [
-        Binding(spec.keys, spec.action, spec.title, show=spec.footer, key_display=spec.key_display)
+        Binding(
+            spec.keys,
+            spec.action,
+            spec.title,
+            show=spec.footer,
+            key_display=spec.key_display,
+            priority=True,
+        )
         for spec in ACTIONS
     ]
 

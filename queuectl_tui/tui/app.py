@@ -1,21 +1,29 @@
 """The operations console: jobs by state, workers and dead letters, live, from the keyboard.
 
 Reads happen in thread workers on the console's own reader connection and are skipped when
-`PRAGMA data_version` says nothing changed; writes go through `service`, like the CLI's."""
+`PRAGMA data_version` says nothing changed; writes go through `service`, like the CLI's.
+
+Keys act on what the operator sees: each key is handled before the next one is routed, and a
+table whose view changed (pane, state, filter, page) is emptied at once until its new rows
+land, so nothing acts on rows of the view the operator just left."""
 
 from __future__ import annotations
 
 import contextlib
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on, work
-from textual.app import App, ComposeResult
+from textual import events, on, work
+from textual.app import App, ComposeResult, ScreenStackError
+from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.dom import DOMNode
 from textual.screen import ModalScreen
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import Footer, Input, Label, Static, Tab, TabbedContent, TabPane, Tabs
 
 from .. import service
@@ -27,6 +35,7 @@ from ..timeutil import now_ms
 from . import actions
 from .data import Pane, Snapshot, ViewRequest, read_snapshot
 from .operations import QueueOperations
+from .screens.dialog import Dialog
 from .screens.help import HelpScreen, Section
 from .screens.job_detail import JobDetailScreen
 from .widgets.columns import ColumnTable
@@ -42,6 +51,7 @@ PAGE_SIZE = 100
 FULL_READ_EVERY_MS = 10_000  # throughput windows move with time even when nothing is written
 THROUGHPUT_EVERY_MS = 5_000  # per-minute rates: reading them at most this often is plenty
 FILTER_DELAY = 0.3
+KEY_TIMEOUT = 1.0  # seconds: a key whose widget went away stops holding the keys after it
 STATE_TABS = actions.STATE_TABS
 PANE_TITLES = {Pane.JOBS: "Jobs", Pane.WORKERS: "Workers", Pane.DEAD: "Dead letters"}
 # Actions still allowed while a job's detail is open (modal dialogs allow none).
@@ -51,7 +61,10 @@ DETAIL_ACTIONS = frozenset({"new_job", "help", "quit", "toggle_pause", "start_po
 class QueueConsole(QueueOperations, App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "queuectl"
-    BINDINGS: ClassVar = actions.bindings()
+    BINDINGS: ClassVar = [
+        *actions.bindings(),
+        Binding("enter", "submit_filter", "Apply filter", show=False, priority=True),
+    ]
     COMMANDS: ClassVar = App.COMMANDS | {actions.ActionCommands}
 
     def __init__(
@@ -80,6 +93,7 @@ class QueueConsole(QueueOperations, App[None]):
         self.search = ""
         self.paused = False
         self.anchors: dict[Pane, list[int | None]] = {Pane.JOBS: [None], Pane.DEAD: [None]}
+        self._pages_ahead: dict[Pane, int] = {Pane.JOBS: 0, Pane.DEAD: 0}  # ] pressed meanwhile
         self.snapshot: Snapshot | None = None
         self.reads = 0  # snapshots read from the database, for tests and measurements
         self._loading = False
@@ -87,10 +101,15 @@ class QueueConsole(QueueOperations, App[None]):
         self._last_full_read = 0
         self._last_throughput: int | None = None
         self._placement: dict[Pane, str] = {}
-        self._shown: dict[Pane, ViewRequest] = {}
+        self._shown: dict[Pane, ViewRequest] = {}  # the request whose rows each table shows
+        self._more: dict[Pane, bool] = {}  # whether a page follows the one shown
         self._filter_timer: Timer | None = None
         self._next_read_at = 0.0
         self.closing = False
+        self._key_in_flight = 0  # the serial number of the key being followed; 0: none
+        self._key_serial = 0
+        self._held_keys: list[events.Key] = []
+        self._replayed: events.Key | None = None  # the held key sent on to be routed now
 
     # -- layout ---------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -132,6 +151,63 @@ class QueueConsole(QueueOperations, App[None]):
         self.reader.close()
         self.writer.close()
 
+    # -- keys, one at a time --------------------------------------------------------------------
+    async def on_event(self, event: events.Event) -> None:
+        if not isinstance(event, events.Key) or event.is_forwarded:
+            await super().on_event(event)
+            return
+        if event is not self._replayed and self.keys_pending:
+            self._held_keys.append(event)  # routed once the keys before it are done
+            return
+        self._replayed = None
+        await self._route_key(event)
+        if not self._key_in_flight:
+            self._replay_next()
+
+    async def _route_key(self, event: events.Key) -> None:
+        try:
+            screen = self.screen
+        except ScreenStackError:
+            return  # the console is shutting down
+        if isinstance(screen, Dialog) and not screen.takes(event):
+            return  # pressed before the dialog could be read: not an answer to it
+        target = self.focused or screen
+        await super().on_event(event)
+        if event.is_forwarded:  # a widget's key (not a console action): follow it to the end
+            self._key_serial += 1
+            self._key_in_flight = self._key_serial
+            self.set_timer(KEY_TIMEOUT, partial(self._key_done, self._key_serial))
+            self._follow_key(target.ancestors_with_self, self._key_serial)
+
+    @property
+    def keys_pending(self) -> bool:
+        """True while a key is being handled, or keys wait for the one before them."""
+        return bool(self._key_in_flight or self._held_keys or self._replayed is not None)
+
+    def _follow_key(self, path: list[DOMNode], key: int) -> None:
+        # A widget's key bubbles up to the app one message queue at a time: a callback queued
+        # behind it on each node in turn runs once every node has handled it.
+        while path:
+            node, path = path[0], path[1:]
+            if node.call_later(self._follow_key, path, key):
+                return
+        self._key_done(key)
+
+    def _key_done(self, key: int) -> None:
+        if key != self._key_in_flight:
+            return  # done already, or given up on after KEY_TIMEOUT
+        self._key_in_flight = 0
+        self._replay_next()
+
+    def _replay_next(self) -> None:
+        if self._held_keys and self._replayed is None:
+            self._replayed = self._held_keys.pop(0)
+            self.post_message(self._replayed)
+
+    def focus_now(self, widget: Widget) -> None:
+        """Focus `widget` before the next key is routed (Widget.focus waits for queued keys)."""
+        widget.screen.set_focus(widget)
+
     def deliver(self, callback: Callable[..., object], *args: object, **kwargs: object) -> None:
         """Hand a thread worker's result to the UI thread, unless the console is closing."""
         if self.closing:
@@ -167,7 +243,18 @@ class QueueConsole(QueueOperations, App[None]):
             search=self.search,
             anchor=self.anchors[pane][-1],
             page_size=self.page_size,
+            page=len(self.anchors[pane]),
         )
+
+    def view_changed(self) -> None:
+        """The operator asked for other rows: empty the table until they land, and read."""
+        pane = self.pane
+        if pane is not Pane.WORKERS and self._shown.get(pane) != self.view_request():
+            self._shown.pop(pane, None)
+            self.table_for(pane).blank()
+            status = Text("loading…", style="dim")
+            self.query_one(f"#{pane.value}-status", Static).update(status)
+        self.poll(force=True)
 
     def poll(self, force: bool = False) -> None:
         """Start one background read unless one is running (then read again after it)."""
@@ -249,7 +336,8 @@ class QueueConsole(QueueOperations, App[None]):
         pane = request.pane
         table = self.table_for(pane)
         if pane is not Pane.WORKERS and not snapshot.jobs and request.anchor is not None:
-            self.anchors[pane] = [None]  # the page emptied under us: back to the newest
+            self.anchors[pane].pop()  # the page emptied under us: back one page
+            self._pages_ahead[pane] = 0
             self._again = True
             return
         moved = self._shown.get(pane) != request
@@ -263,7 +351,11 @@ class QueueConsole(QueueOperations, App[None]):
             else:
                 table.select_first()
         self._shown[pane] = request
+        self._more[pane] = snapshot.more_jobs
         self.update_status(snapshot)
+        if pane is not Pane.WORKERS and self._pages_ahead[pane]:
+            self._pages_ahead[pane] -= 1
+            self.action_next_page()  # a ] pressed while this page was loading
 
     def tick(self) -> None:
         """Once a second: ages, countdowns and heartbeats move on without reading anything."""
@@ -310,7 +402,7 @@ class QueueConsole(QueueOperations, App[None]):
             if not snapshot.workers:
                 status.append(" · no workers yet: press s to start a pool", style="dim")
         else:
-            page = len(self.anchors[request.pane])
+            page = request.page
             shown = len(snapshot.jobs)
             status.append(f"page {page}", style="bold")
             if request.search:
@@ -331,6 +423,9 @@ class QueueConsole(QueueOperations, App[None]):
 
     # -- permissions ----------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "submit_filter":
+            focused = self.focused
+            return isinstance(focused, Input) and focused.id == "filter"
         if action not in actions.NAMES:
             return True
         if self.readonly and action in actions.MUTATING:
@@ -339,6 +434,8 @@ class QueueConsole(QueueOperations, App[None]):
             return False
         if isinstance(self.screen, JobDetailScreen):
             return action in DETAIL_ACTIONS
+        if isinstance(self.focused, Input) and action in actions.TYPED:
+            return False  # the key is text for the input
         if self.pane is Pane.WORKERS and action in actions.TABLE_ACTIONS:
             return False
         if action == "retry_all":  # "all shown": only where dead jobs are what is shown
@@ -365,57 +462,78 @@ class QueueConsole(QueueOperations, App[None]):
     # -- navigation -----------------------------------------------------------------------------
     def action_show_pane(self, name: str) -> None:
         self.query_one("#panes", TabbedContent).active = name
+        self.follow_pane()
 
     @on(TabbedContent.TabActivated, "#panes")
     def pane_activated(self, event: TabbedContent.TabActivated) -> None:
-        # Keys can switch panes faster than these events arrive: follow the pane that is
-        # active now, not the one this event was sent for.
+        self.follow_pane()  # a click on a pane's tab
+
+    def follow_pane(self) -> None:
+        # Follow the pane that is active now: keys switch panes faster than events arrive.
         pane = Pane(self.query_one("#panes", TabbedContent).active or "jobs")
         if pane is self.pane:
             return
         self.pane = pane
-        self.table_for(pane).focus()
+        self.focus_now(self.table_for(pane))
         self.refresh_bindings()
-        self.poll(force=True)
+        self.view_changed()
 
     def action_set_state(self, name: str) -> None:
         self.query_one("#states", Tabs).active = f"state-{name}"
         self.action_show_pane("jobs")
-        self.refresh_bindings()
+        self.follow_state()
 
     @on(Tabs.TabActivated, "#states")
     def state_activated(self, event: Tabs.TabActivated) -> None:
-        name = (event.tab.id or "state-all").removeprefix("state-")
+        self.follow_state()  # a click on a state tab, or the arrows on the tabs
+
+    def follow_state(self) -> None:
+        name = (self.query_one("#states", Tabs).active or "state-all").removeprefix("state-")
         state = None if name == "all" else JobState(name)
         if state is self.state:
             return
         self.state = state
         self.refresh_bindings()
         self.anchors[Pane.JOBS] = [None]
-        self.table_for(Pane.JOBS).focus()
-        self.poll(force=True)
+        self._pages_ahead[Pane.JOBS] = 0
+        if self.pane is Pane.JOBS:
+            self.focus_now(self.table_for(Pane.JOBS))
+        self.view_changed()
 
     def action_next_page(self) -> None:
-        table = self.table_for(self.pane)
-        if self.pane is Pane.WORKERS or len(table.items) < self.page_size:
+        pane = self.pane
+        if pane is Pane.WORKERS:
+            return
+        if self._shown.get(pane) != self.view_request():
+            self._pages_ahead[pane] += 1  # taken when the page being read has landed
+            return
+        table = self.table_for(pane)
+        if not self._more.get(pane) or not table.items:
+            self._pages_ahead[pane] = 0
             self.notify("This is the last page.", timeout=2)
             return
-        self.anchors[self.pane].append(table.items[-1].seq)
-        self._placement[self.pane] = "first"
-        self.poll(force=True)
+        self.anchors[pane].append(table.items[-1].seq)
+        self._placement[pane] = "first"
+        self.view_changed()
 
     def action_prev_page(self, placement: str = "first") -> None:
         stack = self.anchors.get(self.pane)
-        if not stack or len(stack) == 1:
+        if not stack:
+            return
+        if self._pages_ahead[self.pane]:
+            self._pages_ahead[self.pane] -= 1  # cancels a ] not taken yet
+            return
+        if len(stack) == 1:
             return
         stack.pop()
         self._placement[self.pane] = placement
-        self.poll(force=True)
+        self.view_changed()
 
     def action_first_page(self) -> None:
         if self.pane is not Pane.WORKERS:
             self.anchors[self.pane] = [None]
-            self.poll(force=True)
+            self._pages_ahead[self.pane] = 0
+            self.view_changed()
 
     @on(KeyedTable.PageEdge)
     def page_edge(self, event: KeyedTable.PageEdge) -> None:
@@ -463,7 +581,7 @@ class QueueConsole(QueueOperations, App[None]):
     def action_filter(self) -> None:
         bar = self.query_one("#filter-bar")
         bar.display = True
-        self.query_one("#filter", Input).focus()
+        self.focus_now(self.query_one("#filter", Input))
         self.refresh_bindings()
 
     @on(Input.Changed, "#filter")
@@ -472,25 +590,28 @@ class QueueConsole(QueueOperations, App[None]):
             self._filter_timer.stop()
         self._filter_timer = self.set_timer(FILTER_DELAY, self.apply_filter)
 
-    @on(Input.Submitted, "#filter")
-    def filter_submitted(self, event: Input.Submitted) -> None:
+    def action_submit_filter(self) -> None:
+        """Enter in the filter: applied, and the table has the focus for the next key."""
         self.apply_filter()
-        self.table_for(self.pane).focus()
+        self.focus_now(self.table_for(self.pane))
 
     def apply_filter(self) -> None:
+        if self._filter_timer is not None:
+            self._filter_timer.stop()
         search = self.query_one("#filter", Input).value.strip()
         if search == self.search:
             return
         self.search = search
         self.anchors = {Pane.JOBS: [None], Pane.DEAD: [None]}
-        self.poll(force=True)
+        self._pages_ahead = {Pane.JOBS: 0, Pane.DEAD: 0}
+        self.view_changed()
 
     def action_clear_filter(self) -> None:
         filter_input = self.query_one("#filter", Input)
         filter_input.value = ""
         self.query_one("#filter-bar").display = False
         self.apply_filter()
-        self.table_for(self.pane).focus()
+        self.focus_now(self.table_for(self.pane))
         self.refresh_bindings()
 
     # -- jobs -----------------------------------------------------------------------------------
@@ -509,7 +630,8 @@ class QueueConsole(QueueOperations, App[None]):
     def row_selected(self, event: KeyedTable.RowSelected) -> None:
         if event.data_table.id in ("jobs-table", "dead-table"):
             event.stop()
-            self.action_open_job()
+            if self.check_action("open_job", ()):
+                self.action_open_job()
 
     def open_job(self, job_id: str) -> None:
         retry = None if self.readonly else self.retry_one

@@ -33,6 +33,7 @@ class ViewRequest:
     search: str = ""
     anchor: int | None = None  # seq just above the page (newest first); None = first page
     page_size: int = 100
+    page: int = 1  # shown with the rows of this request, never with rows of another
 
     @property
     def job_state(self) -> JobState | None:
@@ -48,6 +49,7 @@ class Snapshot:
     completed_per_minute: list[int] | None  # None: not read this time (keep the last)
     failed_per_minute: list[int] | None
     jobs: list[Job] = field(default_factory=list)  # the page of the jobs or dead pane
+    more_jobs: bool = False  # there is a page after this one
     workers: list[Worker] = field(default_factory=list)
 
 
@@ -65,13 +67,15 @@ def read_snapshot(
     if request.pane is Pane.WORKERS:
         snapshot.workers = ordered_workers(store.list_workers())
     else:
-        snapshot.jobs = store.list_jobs(
+        jobs = store.list_jobs(
             request.job_state,
-            limit=request.page_size,
+            limit=request.page_size + 1,  # one more says whether a next page exists
             after_seq=request.anchor,
             newest_first=True,
             search=request.search or None,
         )
+        snapshot.jobs = jobs[: request.page_size]
+        snapshot.more_jobs = len(jobs) > request.page_size
     return snapshot
 
 

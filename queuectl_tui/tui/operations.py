@@ -21,6 +21,22 @@ if TYPE_CHECKING:
     from .app import QueueConsole
 
 
+DEAD_IDS_PER_READ = 5_000
+
+
+def retried_message(outcome: service.RetryOutcome) -> str:
+    """How many were retried and, when some were not dead any more, how many were skipped."""
+    retried = outcome.retried
+    if len(retried) == 1:
+        message = f"Job {printable(retried[0], True)} is pending again"
+    else:
+        message = f"{len(retried):,} dead jobs are pending again"
+    skipped = len(outcome.not_dead) + len(outcome.unknown)
+    if skipped:
+        message += f"; {skipped:,} skipped: no longer dead"
+    return message + "."
+
+
 class QueueOperations:
     """Mixed into QueueConsole, whose reader, writer, settings and helpers these use."""
 
@@ -58,68 +74,70 @@ class QueueOperations:
         self.retry_jobs([job_id])
 
     @work(thread=True, group="write")
-    def retry_jobs(self: QueueConsole, job_ids: list[str] | None) -> None:
+    def retry_jobs(self: QueueConsole, job_ids: list[str]) -> None:
         try:
             outcome = service.retry_dead(self.writer, job_ids)
         except StoreError as error:
             self.deliver(self.notify, str(error), severity="error", markup=False)
             return
-        retried = outcome.retried
-        if len(retried) == 1:
-            message = f"Job {printable(retried[0], True)} is pending again."
-        else:
-            message = f"{len(retried):,} dead jobs are pending again."
-        skipped = len(outcome.not_dead) + len(outcome.unknown)
-        if skipped:
-            message += f" {skipped:,} were no longer dead."
-        self.deliver(self.notify, message, markup=False)
+        self.deliver(self.notify, retried_message(outcome), markup=False)
         self.deliver(self.poll, True)
 
     def action_retry_all(self: QueueConsole) -> None:
+        """Ask about exactly the dead jobs there are now (all of them, however many pages),
+        and retry exactly those that are still dead when the operator says yes."""
         if self.refuse_readonly():
             return
-        if self.search:
-            self.collect_dead_matches(self.search)
-            return
-        dead = self.snapshot.counts.by_state.get(JobState.DEAD, 0) if self.snapshot else 0
-        self.confirm_retry_all(dead, None)
+        ids: list[str] = []
+        dialog = ConfirmScreen(
+            "Retry all dead jobs?", Text("Counting the dead jobs…", style="dim"), "Retry", True
+        )
+
+        def answered(yes: bool | None) -> None:
+            if yes and ids:
+                self.retry_jobs(ids)
+
+        self.push_screen(dialog, answered)
+        self.collect_dead_ids(dialog, self.search, ids)
 
     @work(thread=True, group="read-once")
-    def collect_dead_matches(self: QueueConsole, search: str) -> None:
-        ids: list[str] = []
+    def collect_dead_ids(
+        self: QueueConsole, dialog: ConfirmScreen, search: str, ids: list[str]
+    ) -> None:
         after: int | None = None
         try:
-            while True:
+            while not self.closing:
                 page = self.reader.list_jobs(
-                    JobState.DEAD, limit=1000, after_seq=after, newest_first=True, search=search
+                    JobState.DEAD,
+                    limit=DEAD_IDS_PER_READ,
+                    after_seq=after,
+                    newest_first=True,
+                    search=search or None,
                 )
                 ids.extend(job.id for job in page)
-                if len(page) < 1000:
+                if len(page) < DEAD_IDS_PER_READ:
                     break
                 after = page[-1].seq
         except StoreError as error:
+            self.deliver(dialog.dismiss, False)
             self.deliver(self.notify, str(error), severity="error", markup=False)
             return
-        self.deliver(self.confirm_retry_all, len(ids), ids)
+        self.deliver(self.ask_retry_all, dialog, search, len(ids))
 
-    def confirm_retry_all(self: QueueConsole, count: int, ids: list[str] | None) -> None:
+    def ask_retry_all(self: QueueConsole, dialog: ConfirmScreen, search: str, count: int) -> None:
+        if not dialog.is_attached:
+            return  # answered no while counting
         if count == 0:
+            dialog.dismiss(False)
             self.notify("There are no dead jobs to retry.", severity="warning")
             return
         noun = "dead job" if count == 1 else "dead jobs"
         message = Text(f"Return {count:,} {noun}")
-        if ids is not None:
+        if search:
             message.append(" matching ")
-            message.append(printable(self.search, single_line=True), style="bold")
+            message.append(printable(search, single_line=True), style="bold")
         message.append(" to pending with a fresh retry budget?")
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.retry_jobs(ids)
-
-        self.push_screen(
-            ConfirmScreen(f"Retry {count:,} {noun}?", message, f"Retry {count:,}"), answered
-        )
+        dialog.ask(f"Retry {count:,} {noun}?", message, f"Retry {count:,}")
 
     # -- worker pools ---------------------------------------------------------------------------
     def action_start_pool(self: QueueConsole) -> None:

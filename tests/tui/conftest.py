@@ -63,7 +63,8 @@ async def _settle(pilot: Pilot, rounds: int = 3) -> None:
         await pilot.pause()
         await app.workers.wait_for_complete()
         await pilot.pause()
-        if index + 1 >= rounds and not getattr(app, "reading", False):
+        busy = getattr(app, "reading", False) or getattr(app, "keys_pending", False)
+        if index + 1 >= rounds and not busy:
             return
 
 

@@ -337,8 +337,8 @@ async def test_start_and_stop_a_real_worker_pool(
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         await pilot.press("s")
-        await settle(pilot)
-        await pilot.press("backspace", "2", "enter")
+        await wait_for(pilot, lambda: getattr(app.screen, "ready", False))
+        await pilot.press("shift+tab", "backspace", "2", "enter")
         await wait_for(pilot, lambda: len(demo_store.list_workers(active_only=True)) == 2, 20)
         pids = {worker.pid for worker in demo_store.list_workers(active_only=True)}
         demo_store.enqueue(JobSpec(id="pool-job", command="echo pooled"), 3, 1)

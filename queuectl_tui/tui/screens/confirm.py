@@ -1,4 +1,7 @@
-"""A yes/no question for destructive and bulk actions; the safe answer has the focus."""
+"""A yes/no question for destructive and bulk actions; the safe answer has the focus.
+
+A question whose count is still being read opens at once, saying so, and can be answered yes
+only once the count is shown."""
 
 from __future__ import annotations
 
@@ -6,11 +9,12 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from .dialog import Dialog
 
-class ConfirmScreen(ModalScreen[bool]):
+
+class ConfirmScreen(Dialog[bool]):
     """Dismisses with True only when the operator chooses the action explicitly."""
 
     BINDINGS = [
@@ -20,11 +24,14 @@ class ConfirmScreen(ModalScreen[bool]):
         Binding("left,right", "switch", "Switch", show=False),
     ]
 
-    def __init__(self, title: str, message: Text | str, confirm_label: str) -> None:
+    def __init__(
+        self, title: str, message: Text | str, confirm_label: str, pending: bool = False
+    ) -> None:
         super().__init__()
         self.title_text = title
         self.message = message if isinstance(message, Text) else Text(message)
         self.confirm_label = confirm_label
+        self.pending = pending  # the question is not complete yet: only "no" is possible
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="confirm"):
@@ -32,11 +39,24 @@ class ConfirmScreen(ModalScreen[bool]):
             yield Static(self.message, id="dialog-message")
             with Horizontal(id="dialog-buttons"):
                 yield Button("Cancel", id="cancel", variant="primary")
-                yield Button(self.confirm_label, id="confirm", variant="error")
+                yield Button(
+                    self.confirm_label, id="confirm", variant="error", disabled=self.pending
+                )
             yield Static(Text("Enter chooses the focused button · y yes · n/Esc no", style="dim"))
 
     def on_mount(self) -> None:
         self.query_one("#cancel", Button).focus()
+
+    def ask(self, title: str, message: Text, confirm_label: str) -> None:
+        """Complete a pending question; it takes keys once the operator could read it."""
+        self.title_text, self.message, self.confirm_label = title, message, confirm_label
+        self.query_one("#dialog-title", Static).update(Text(title, style="bold"))
+        self.query_one("#dialog-message", Static).update(message)
+        confirm = self.query_one("#confirm", Button)
+        confirm.label = confirm_label
+        confirm.disabled = self.pending = False
+        self._shown_at = None
+        self.call_after_refresh(self.mark_shown)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
@@ -46,7 +66,8 @@ class ConfirmScreen(ModalScreen[bool]):
         self.dismiss(False)
 
     def action_confirm(self) -> None:
-        self.dismiss(True)
+        if not self.pending:
+            self.dismiss(True)
 
     def action_switch(self) -> None:
         target = "#confirm" if self.focused and self.focused.id == "cancel" else "#cancel"

@@ -9,13 +9,14 @@ from typing import TypeVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
+
+from .dialog import Dialog
 
 ResultT = TypeVar("ResultT")
 
 
-class FormScreen(ModalScreen[ResultT | None]):
+class FormScreen(Dialog[ResultT | None]):
     """A modal form: Enter in any input or the `submit` button submits, any other button and
     Esc cancel (dismissing with None)."""
 

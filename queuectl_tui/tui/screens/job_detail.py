@@ -23,6 +23,7 @@ from ...timeutil import human_seconds
 from .. import format as fmt
 
 MAX_OUTPUT_SHOWN = 200_000  # characters; the tail, as the worker keeps it
+RUNNING = "running"  # the row key of the attempt in progress
 
 
 def _duration(attempt: Attempt) -> str:
@@ -164,6 +165,7 @@ class JobDetailScreen(Screen[None]):
         self.attempts = attempts
         self.tick()
         table = self.query_one("#attempts", DataTable)
+        was_running = self.drop_running_row(table)
         shown = {str(key.value) for key in table.rows}
         for attempt in attempts:
             key = str(attempt.number)
@@ -179,18 +181,66 @@ class JobDetailScreen(Screen[None]):
                 Text(last_line(attempt.error)),
                 key=key,
             )
-        if attempts and self._shown_attempt is None:
+        running = self.add_running_row(table, job)
+        if was_running and not running and attempts:
+            self._shown_attempt = None  # the attempt on show has ended: show how
+        if running and self._shown_attempt is None:
+            table.move_cursor(row=table.row_count - 1, animate=False)
+            self.show_running(job)
+        elif attempts and self._shown_attempt is None:
             table.move_cursor(row=len(attempts) - 1, animate=False)
             self.show_output(attempts[-1])
-        elif not attempts:
+        elif not attempts and not running:
             self.query_one("#output", Static).update(Text("No attempts yet.", style="dim"))
         self.refresh_bindings()
 
     def tick(self) -> None:
         if self.job is not None:
             self.query_one("#detail-fields", Static).update(fields_table(self.job, self.clock()))
+            table = self.query_one("#attempts", DataTable)
+            if RUNNING in table.rows:
+                table.update_cell(RUNNING, "took", Text(fmt.elapsed(self.job, self.clock())))
+
+    def drop_running_row(self, table: DataTable[Text]) -> bool:
+        """Remove the row of the attempt in progress (re-added, last, while it runs)."""
+        if RUNNING not in table.rows:
+            return False
+        table.remove_row(RUNNING)
+        return True
+
+    def add_running_row(self, table: DataTable[Text], job: Job) -> bool:
+        """A processing job's current attempt is part of its history, as a running row."""
+        if job.state is not JobState.PROCESSING or any(
+            attempt.number == job.attempts for attempt in self.attempts
+        ):
+            return False
+        table.add_row(
+            Text(str(job.attempts)),
+            fmt.plain(job.worker_id or ""),
+            Text(fmt.timestamp(job.claimed_at)),
+            Text(fmt.elapsed(job, self.clock())),
+            Text(""),
+            Text(RUNNING, style="bold yellow"),
+            Text(""),
+            key=RUNNING,
+        )
+        return True
+
+    def show_running(self, job: Job) -> None:
+        self._shown_attempt = job.attempts
+        self.query_one("#output-title", Static).update(
+            Text.assemble(("Output of attempt ", "bold"), (str(job.attempts), "bold"))
+        )
+        note = Text(f"Attempt {job.attempts} is running on ", style="dim")
+        note.append(printable(job.worker_id or "a worker", single_line=True))
+        note.append(f" since {fmt.timestamp(job.claimed_at)}; its output is kept when it ends.")
+        self.query_one("#output", Static).update(note)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key.value == RUNNING:
+            if self.job is not None:
+                self.show_running(self.job)
+            return
         number = int(str(event.row_key.value))
         for attempt in self.attempts:
             if attempt.number == number:

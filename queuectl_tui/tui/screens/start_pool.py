@@ -1,4 +1,6 @@
-"""The start-pool form: how many workers; the pool runs as its own background process."""
+"""The start-pool form: how many workers; the pool runs as its own background process.
+
+Cancel has the focus when it opens, so an Enter meant for something else starts nothing."""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Button, Input, Static
+from textual.widgets import Button, Static
 
 from .forms import Field, FormScreen
 
@@ -49,11 +51,14 @@ class StartPoolScreen(FormScreen[int | None]):
             )
             yield Field("count", "Workers", "1-256", str(self.default_count), blink=self.blink)
             with Horizontal(id="dialog-buttons"):
-                yield Button("Start", id="submit", variant="primary")
-                yield Button("Cancel", id="cancel")
+                yield Button("Cancel", id="cancel", variant="primary")
+                yield Button("Start", id="submit", variant="error")
+            yield Static(
+                Text("shift+tab: the count · Tab: Start · ctrl+s starts · Esc cancels", style="dim")
+            )
 
     def on_mount(self) -> None:
-        self.query_one("#input-count", Input).focus()
+        self.query_one("#cancel", Button).focus()
 
     def action_submit(self) -> None:
         field = self.query_one(Field)

@@ -96,6 +96,12 @@ class ColumnTable(KeyedTable, Generic[T]):
         ]
         return key, fitted
 
+    def blank(self) -> None:
+        """No rows and no items until the next `show` (the view is being read)."""
+        self.reset()
+        self._items = []
+        self._by_key = {}
+
     @property
     def items(self) -> list[T]:
         return self._items
