@@ -11,6 +11,7 @@ import sqlite3
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -451,3 +452,26 @@ def test_a_dangling_symlink_at_the_database_path_is_refused(tmp_path: Path) -> N
     assert result.returncode == 1
     assert "symbolic link" in _one_line(result.stderr)
     assert not target.exists()
+
+
+def test_the_console_on_a_damaged_database_closes_and_names_the_damage(db_path: Path) -> None:
+    import asyncio
+
+    from queuectl_tui.config import Settings
+    from queuectl_tui.tui.app import QueueConsole
+
+    _queue_with_jobs(db_path)
+    pages = db_path.stat().st_size // 4096
+    _overwrite_pages(db_path, range(2, pages + 1))
+
+    async def open_console() -> QueueConsole:
+        console = QueueConsole(Settings(database_path=str(db_path)), cursor_blink=False)
+        async with console.run_test() as pilot:
+            deadline = time.monotonic() + 30
+            while console.fatal is None and time.monotonic() < deadline:
+                await pilot.pause(0.05)
+        return console
+
+    console = asyncio.run(open_console())
+    assert console.fatal is not None and console.return_code == 1
+    assert str(db_path) in str(console.fatal) and "PRAGMA integrity_check" in str(console.fatal)

@@ -30,7 +30,7 @@ from .. import service
 from ..config import Settings
 from ..display import printable
 from ..models import Job, JobState
-from ..store import Store, StoreError
+from ..store import Store, StoreCorrupt, StoreError
 from ..timeutil import now_ms
 from . import actions
 from .data import Pane, Snapshot, ViewRequest, read_snapshot
@@ -106,6 +106,8 @@ class QueueConsole(QueueOperations, App[None]):
         self._filter_timer: Timer | None = None
         self._next_read_at = 0.0
         self.closing = False
+        # A damaged database stops the console; the command then reports it (run_dashboard).
+        self.fatal: StoreCorrupt | None = None
         self._key_in_flight = 0  # the serial number of the key being followed; 0: none
         self._key_serial = 0
         self._held_keys: list[events.Key] = []
@@ -288,11 +290,19 @@ class QueueConsole(QueueOperations, App[None]):
                 snapshot = read_snapshot(self.reader, request, now, token, rates)
         except StoreError as error:
             self.deliver(self.notify, str(error), severity="error", markup=False)
+        except StoreCorrupt as error:
+            self.deliver(self.stop_on_damage, error)
+            return
         except Exception:
             if not self.closing:
                 raise
             return  # the store was closed under a read at exit
         self.deliver(self.loaded, snapshot, now, time.monotonic() - started)
+
+    def stop_on_damage(self, error: StoreCorrupt) -> None:
+        """Every read of a damaged file fails alike: close rather than show stale panes."""
+        self.fatal = error
+        self.exit(return_code=1)
 
     def loaded(self, snapshot: Snapshot | None, now: int, took: float = 0.0) -> None:
         self._loading = False
@@ -646,5 +656,9 @@ def run_dashboard(
     readonly: bool = False,
     config_path: str | None = None,
 ) -> None:
-    """Open the console on the configured database until the operator quits."""
-    QueueConsole(settings, refresh=refresh, readonly=readonly, config_path=config_path).run()
+    """Open the console on the configured database until the operator quits; a damaged
+    database closes it and is raised to the caller."""
+    console = QueueConsole(settings, refresh=refresh, readonly=readonly, config_path=config_path)
+    console.run()
+    if console.fatal is not None:
+        raise console.fatal

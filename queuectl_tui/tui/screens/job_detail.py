@@ -18,7 +18,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from ...display import last_line, printable
 from ...models import Attempt, Job, JobState
-from ...store import Store, StoreError
+from ...store import Store, StoreCorrupt, StoreError
 from ...timeutil import human_seconds
 from .. import format as fmt
 
@@ -144,6 +144,11 @@ class JobDetailScreen(Screen[None]):
             attempts = self.store.attempts(self.job_id)
         except StoreError as error:
             self.deliver(self.notify, str(error), severity="error", markup=False)
+            return
+        except StoreCorrupt as error:
+            stop = getattr(self.app, "stop_on_damage", None)
+            if stop is not None:
+                self.deliver(stop, error)
             return
         self.deliver(self.show, token, job, attempts)
 
