@@ -38,7 +38,7 @@ from ..models import ACTIVE_WORKER_STATUSES, Job, JobState, Worker, WorkerStatus
 from ..store import Store, StoreError, open_store
 from ..timeutil import human_seconds, now_ms, to_iso
 from . import events
-from .containment import ensure_descriptors, prepare_pool_process
+from .containment import ensure_descriptors, pool_orphans, prepare_pool_process, reap_orphans
 from .dispatch import Dispatcher, PoolContext
 from .retry import retry_store_call
 from .runner import stop_lost_run
@@ -277,6 +277,8 @@ class Pool:
                     next_reap = now + REAP_INTERVAL
                     self._reap(store)
                     self._check_database_file(path)
+                    # An orphan that ended after its run's last look would stay a zombie.
+                    reap_orphans(pool_orphans())
                 if now >= next_stop_check:
                     next_stop_check = now + STOP_CHECK_INTERVAL
                     if not ctx.draining.is_set():
