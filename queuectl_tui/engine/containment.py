@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from ..config import ConfigError, Settings
+from . import procfs
 
 CGROUPS_ENV = "QUEUECTL_CGROUPS"  # "off": never use cgroups, only the subreaper path
 CGROUP_AFTER = 0.2  # seconds a run runs before it gets a cgroup of its own
@@ -222,12 +223,8 @@ def _signal(pids: Iterable[int], sig: int) -> None:
 
 
 def _is_live(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-    except OSError:
-        return False
-    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] not in (b"Z", b"X")
+    fields = procfs.stat_fields(pid)
+    return fields is not None and procfs.is_live(fields)
 
 
 class RunProcesses:

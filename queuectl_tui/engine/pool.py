@@ -37,7 +37,7 @@ from ..files import open_for_append
 from ..models import ACTIVE_WORKER_STATUSES, Job, JobState, Worker, WorkerStatus
 from ..store import Store, StoreError, open_store
 from ..timeutil import human_seconds, now_ms, to_iso
-from . import events
+from . import events, procfs
 from .containment import ensure_descriptors, pool_orphans, prepare_pool_process, reap_orphans
 from .dispatch import Dispatcher, PoolContext
 from .retry import retry_store_call
@@ -90,12 +90,8 @@ def pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-    except OSError:
-        return True
-    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] not in (b"Z", b"X")
+    fields = procfs.stat_fields(pid)
+    return fields is None or procfs.is_live(fields)
 
 
 def worker_is_running(worker: Worker, stale_after_s: float, now: int) -> bool:
@@ -112,30 +108,30 @@ def worker_is_running(worker: Worker, stale_after_s: float, now: int) -> bool:
 def started_after(pid: int, moment_ms: int) -> bool:
     """True if process `pid` started more than a second after `moment_ms` (epoch ms): a pid
     reused by a newer process. False when unknown (no /proc)."""
+    fields = procfs.stat_fields(pid)
     try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
         with open("/proc/stat", "rb") as handle:
             boot = next(int(line.split()[1]) for line in handle if line.startswith(b"btime "))
     except (OSError, StopIteration, ValueError):
         return False
-    ticks = int(stat[stat.rfind(b")") + 2 :].split()[19])  # field 22: start time since boot
-    started_ms = (boot + ticks / os.sysconf("SC_CLK_TCK")) * 1000
+    if fields is None:
+        return False
+    started_ms = (boot + procfs.ticks_to_seconds(procfs.start_ticks(fields))) * 1000
     return started_ms > moment_ms + 1000
 
 
 def process_started_ms(pid: int | None = None) -> int | None:
     """When a process (default: this one) started, in epoch ms, to about 10 ms: its age from
     /proc (start time and uptime share the boot clock) subtracted from now. None if unknown."""
+    fields = procfs.stat_fields(pid or "self")
     try:
-        with open(f"/proc/{pid or 'self'}/stat", "rb") as handle:
-            stat = handle.read()
         with open("/proc/uptime", "rb") as handle:
             uptime = float(handle.read().split()[0])
     except (OSError, ValueError, IndexError):
         return None
-    ticks = int(stat[stat.rfind(b")") + 2 :].split()[19])  # field 22: start time since boot
-    age_s = uptime - ticks / os.sysconf("SC_CLK_TCK")
+    if fields is None:
+        return None
+    age_s = uptime - procfs.ticks_to_seconds(procfs.start_ticks(fields))
     return now_ms() - max(0, round(age_s * 1000))
 
 

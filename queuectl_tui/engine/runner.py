@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..models import Outcome
+from . import procfs
 from .containment import (
     CGROUP_AFTER,
     RunProcesses,
@@ -465,14 +466,10 @@ def _live_member_in_proc(pgid: int) -> bool:
     for entry in entries:
         if not entry.isdigit():
             continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                stat = handle.read()
-        except OSError:
+        fields = procfs.stat_fields(entry)
+        if fields is None or len(fields) < 3:
             continue
-        # Fields after the command name (which may hold spaces and parentheses).
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+        if procfs.process_group(fields) == pgid and procfs.is_live(fields):
             return True
     return False
 

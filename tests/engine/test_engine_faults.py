@@ -5,7 +5,6 @@ a database file deleted under a running pool."""
 from __future__ import annotations
 
 import json
-import logging
 import os
 import signal
 import socket
@@ -14,14 +13,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from engine_helpers import InProcessPool, Queue, process_alive, wait_until
 
-from queuectl_tui.engine import dispatch, events
+from queuectl_tui.engine import dispatch
 from queuectl_tui.engine.pool import PoolOptions, pool_command, worker_shown_status
 from queuectl_tui.models import JobSpec, JobState, Outcome, Worker, WorkerStatus
 from queuectl_tui.store import open_store
@@ -42,14 +40,6 @@ def start_raw_pool(queue: Queue, count: int = 1, **popen: object) -> subprocess.
         env=queue.env,
         **popen,  # type: ignore[arg-type]
     )
-
-
-@pytest.fixture
-def database(tmp_path: Path) -> Iterator[Path]:
-    path = tmp_path / "queue.db"
-    open_store(path).close()
-    yield path
-    logging.getLogger(events.LOGGER_NAME).handlers.clear()
 
 
 def listed_status(queue: Queue, worker_id: str) -> str:

@@ -8,7 +8,6 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +18,6 @@ from queuectl_tui.engine import dispatch, events
 from queuectl_tui.models import JobSpec, JobState, Outcome, WorkerStatus
 from queuectl_tui.store import SQLiteStore, StoreBusyError, open_store
 from queuectl_tui.timeutil import now_ms
-
-
-@pytest.fixture
-def database(tmp_path: Path) -> Iterator[Path]:
-    path = tmp_path / "queue.db"
-    open_store(path).close()
-    yield path
-    logging.getLogger(events.LOGGER_NAME).handlers.clear()
 
 
 def enqueue(database: Path, job_id: str, command: str, **fields: Any) -> None:
