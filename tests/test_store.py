@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -363,6 +364,45 @@ def test_stats_report_throughput_and_latency(store: SQLiteStore) -> None:
     assert stats.run_ms["p50"] == 50.0
     assert stats.wait_ms["avg"] == 250.0
     assert sum(stats.completed_per_minute) == 3
+
+
+def test_throughput_counts_each_minute_before_now_and_totals_never_go_down(
+    store: SQLiteStore,
+) -> None:
+    minute = 60_000
+    start = (NOW // minute) * minute
+    store.enqueue_many([spec(id=f"j{i}", max_retries=1) for i in range(5)], 3, start)
+    finished = [start + 10, start + 20, start + minute + 5, start + 3 * minute, start + 3 * minute]
+    outcomes = [Outcome.COMPLETED, Outcome.FAILED, Outcome.COMPLETED, Outcome.TIMEOUT]
+    outcomes.append(Outcome.CANCELLED)  # an interrupted run is neither completed nor failed
+    for at, outcome in zip(finished, outcomes, strict=True):
+        job = claim(store, now=at - 1)
+        settle(store, job, outcome, now=at, exit_code=0 if outcome is Outcome.COMPLETED else 1)
+    completed, failed = store.throughput(start + 3 * minute + 30, minutes=4)
+    assert completed == [1, 1, 0, 0] and failed == [1, 0, 0, 1]
+    stats = store.stats(start + 3 * minute + 30)
+    assert (stats.attempts_total, stats.attempts_failed, stats.retries) == (5, 2, 0)
+    with store._conn:  # a job removed with its history leaves the all-time totals as they were
+        store._conn.execute("DELETE FROM jobs WHERE id = 'j0'")
+    assert store.stats(start + 3 * minute + 30).attempts_total == 5
+
+
+def test_an_earlier_database_gets_its_attempt_totals_when_it_is_opened(tmp_path: Path) -> None:
+    path = tmp_path / "v1.db"
+    with SQLiteStore(path) as store:
+        store.enqueue_many([spec(id=f"j{i}") for i in range(3)], 3, NOW)
+        for i, outcome in enumerate((Outcome.COMPLETED, Outcome.FAILED, Outcome.LOST)):
+            job = claim(store, now=NOW + i)
+            settle(store, job, outcome, now=NOW + 100 + i, exit_code=0 if i == 0 else 1)
+    with sqlite3.connect(path) as conn:  # as version 1 left it: no totals, no triggers
+        conn.executescript(
+            "DROP TRIGGER attempts_count_insert; DROP TABLE attempt_totals;"
+            "DROP TABLE attempt_rates; PRAGMA user_version = 1;"
+        )
+    with SQLiteStore(path) as store:
+        stats = store.stats(NOW + 1000)
+        assert (stats.attempts_total, stats.attempts_failed) == (3, 2)
+        assert stats.completed_per_minute[-1] == 1 and stats.failed_per_minute[-1] == 2
 
 
 def test_stop_requests(store: SQLiteStore) -> None:

@@ -116,6 +116,23 @@ class QueueMachine(RuleBasedStateMachine):
         assert {s: n for s, n in self.store.counts().items() if n} == actual
 
     @invariant()
+    def attempt_totals_match_the_history(self) -> None:
+        stats = self.store.stats(self.now)
+        rows = self.store._conn.execute(
+            "SELECT count(*), coalesce(sum(outcome IN ('failed', 'timeout', 'lost')), 0), "
+            "coalesce(sum(number > 1), 0) FROM attempts"
+        ).fetchone()
+        assert (stats.attempts_total, stats.attempts_failed, stats.retries) == rows
+        per_minute = self.store._conn.execute(
+            "SELECT finished_at / 10000, sum(outcome = 'completed'), sum(outcome <> 'completed') "
+            "FROM attempts WHERE outcome <> 'cancelled' GROUP BY 1 ORDER BY 1"
+        ).fetchall()
+        kept = self.store._conn.execute(
+            "SELECT slot, completed, failed FROM attempt_rates ORDER BY slot"
+        ).fetchall()
+        assert kept == per_minute
+
+    @invariant()
     def processing_iff_owned_and_attempts_bounded(self) -> None:
         for job in self.store.list_jobs(limit=10_000):
             assert (job.state is JobState.PROCESSING) == (job.worker_id is not None)

@@ -60,6 +60,9 @@ WORKER_COLUMNS = (
     "id, pool_id, pid, host, status, started_at, last_heartbeat, stopped_at, current_job, "
     "jobs_done, jobs_failed"
 )
+# Outcomes that count as failed attempts (a cancelled run was interrupted, not failed).
+FAILED_OUTCOMES = frozenset({"failed", "timeout", "lost"})
+RATE_SLOT_MS = 10_000  # the width of a slot of attempt_rates (schema migration 2)
 _ACTIVE = "('" + "','".join(s.value for s in ACTIVE_WORKER_STATUSES) + "')"
 
 # The best eligible job: priority, then run_at, then creation order. INDEXED BY pins the
@@ -593,13 +596,10 @@ class SQLiteStore(Store):
                 result.completed_last_minute = count
             else:
                 result.failed_last_minute = count
-        total, failed_total, retries = self._read(
-            """SELECT count(*),
-                      coalesce(sum(outcome IN ('failed', 'timeout', 'lost')), 0),
-                      coalesce(sum(number > 1), 0)
-                 FROM attempts"""
-        )[0]
-        result.attempts_total, result.attempts_failed, result.retries = total, failed_total, retries
+        totals = self._read("SELECT outcome, n, retries FROM attempt_totals")
+        result.attempts_total = sum(n for _, n, _ in totals)
+        result.attempts_failed = sum(n for outcome, n, _ in totals if outcome in FAILED_OUTCOMES)
+        result.retries = sum(retries for _, _, retries in totals)
         rows = self._read(
             """SELECT started_at - scheduled_at, finished_at - started_at FROM attempts
                 WHERE outcome <> 'cancelled' ORDER BY id DESC LIMIT ?""",
@@ -611,17 +611,18 @@ class SQLiteStore(Store):
         return result
 
     def throughput(self, now: int, minutes: int = 15) -> tuple[list[int], list[int]]:
+        """Completed and failed attempts in each of the last `minutes` minutes before `now`,
+        oldest first, read from counts per 10 s (a slot counts in the minute it starts in)."""
         since = now - minutes * 60_000
         completed = [0] * minutes
         failed = [0] * minutes
-        for bucket, ok, count in self._read(
-            """SELECT (finished_at - ?1) / 60000 AS bucket, outcome = 'completed', count(*)
-                 FROM attempts WHERE finished_at > ?1 AND outcome <> 'cancelled'
-                GROUP BY bucket, outcome = 'completed'""",
-            (since,),
+        for slot, done, failures in self._read(
+            "SELECT slot, completed, failed FROM attempt_rates WHERE slot >= ? AND slot <= ?",
+            (since // RATE_SLOT_MS, now // RATE_SLOT_MS),
         ):
-            index = min(max(int(bucket), 0), minutes - 1)
-            (completed if ok else failed)[index] += count
+            index = min(max((slot * RATE_SLOT_MS - since) // 60_000, 0), minutes - 1)
+            completed[index] += done
+            failed[index] += failures
         return completed, failed
 
     def retry_dead(self, job_ids: Sequence[str] | None, now: int) -> list[str]:
