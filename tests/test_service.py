@@ -44,3 +44,13 @@ def test_a_value_split_over_two_lines_is_rejected_even_when_the_count_matches() 
     given = ['{"command":"a"\n', '"id":"x"}\n', '{"command":"b"},{"command":"c"}\n']
     with pytest.raises(InputError, match=r"^line 1: invalid JSON"):
         list(parse_job_batches(given))
+
+
+def test_white_space_around_a_line_s_value_is_accepted_and_two_values_are_not() -> None:
+    bare = ['{"id":"a","command":"x"}', '{"id":"b","command":"y"}']
+    padded = [' {"id":"a","command":"x"}\t', '{"id":"b","command":"y"}  ']
+    assert list(parse_job_batches(bare)) == list(parse_job_batches(padded))
+    with pytest.raises(InputError, match=r"^line 2: one JSON object per line, found 2 values$"):
+        list(parse_job_batches([bare[0], bare[1] + "," + bare[1]]))
+    with pytest.raises(InputError, match=r"^line 1: invalid JSON"):
+        list(parse_job_batches([bare[0] + " " + bare[1]]))
