@@ -398,7 +398,8 @@ class SQLiteStore(Store):
         for SQLite's lock."""
         waited = self._busy_timeout + self._lock_retry_seconds
         if not self._write_lock.acquire(timeout=waited):
-            raise StoreBusyError(f"the database {self.location} is busy in this process")
+            # Another thread of this process writes, or waits in line for the same turn.
+            raise StoreWaitingError(f"the database {self.location} is busy in this process")
         try:
             turn = self._turn if self._on_file else None
             if turn is not None and not turn.acquire(waited):
