@@ -124,7 +124,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         int,
         None,
         None,
-        "permissions of the files queuectl creates (database, its -wal/-shm, workers log, "
+        "permissions of the files queuectl creates (database, its -wal/-shm/-lock, workers log, "
         "config): 600 owner only, 660 shared with the group",
         choices=(600, 660),
     ),

@@ -21,6 +21,7 @@ def test_quick_bench_prints_every_measure_as_json(run_cli: RunCli) -> None:
         "bulk enqueue",
         "throughput, 'sleep 0.05'",
         "throughput, 'true'",
+        "mixed, flat out: enqueue rate",
         "pickup latency p50",
         "pickup latency p95",
         "idle pool CPU",
@@ -38,3 +39,30 @@ def test_quick_bench_prints_every_measure_as_json(run_cli: RunCli) -> None:
 def test_bench_refuses_unknown_scenarios(run_cli: RunCli) -> None:
     result = run_cli("bench", "--only", "warp", db=False)
     assert result.returncode == 2 and "warp" in result.stderr
+
+
+@pytest.mark.slow
+def test_quick_mixed_bench_reports_the_producer_and_the_pool(run_cli: RunCli) -> None:
+    result = run_cli(
+        "bench",
+        "--quick",
+        "--json",
+        "--only",
+        "mixed",
+        "--workers",
+        "4",
+        "--mixed-jobs",
+        "50",
+        db=False,
+    )
+    assert result.returncode == 0, result.stderr
+    measures = {measure["name"]: measure for measure in json.loads(result.stdout)["results"]}
+    for phase in ("paced at 80%", "flat out"):
+        for figure in ("enqueue rate", "give-ups", "end-to-end p50", "end-to-end p95"):
+            measure = measures[f"mixed, {phase}: {figure}"]
+            assert measure["value"] >= 0 and measure["unit"]
+    capacity = measures["mixed, bulk-loaded capacity"]["value"]
+    during = next(m for name, m in measures.items() if name.startswith("mixed, flat out: pool"))
+    assert during["baseline"] == pytest.approx(capacity) and capacity > 0
+    assert during["ratio"] == pytest.approx(during["value"] / capacity)
+    assert measures["mixed, flat out: give-ups"]["unit"] == "count"

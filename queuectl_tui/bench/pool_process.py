@@ -92,3 +92,9 @@ class PoolProcess:
             if record.get("event") == "claimed" and "job" in record:
                 claimed.setdefault(record["job"], _epoch(record["ts"]))
         return claimed
+
+    def count_events(self, name: str) -> int:
+        """How many times the pool has logged the event `name` so far."""
+        needle = json.dumps(name)
+        text = self.log_path.read_text(encoding="utf-8", errors="replace")
+        return sum(1 for line in text.splitlines() if f'"event": {needle}' in line)

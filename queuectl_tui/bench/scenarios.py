@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..models import JobSpec, JobState
+from ..models import Job, JobSpec, JobState
 from ..store import Store, open_store
 from ..timeutil import now_ms
 from .pool_process import PoolProcess, cpu_seconds
@@ -234,3 +234,196 @@ def cli_start(folder: Path, repeat: int = 7) -> Measure:
         target="<= 250 ms",
         details={"runs": repeat},
     )
+
+
+# What the pool logs when it gives up waiting for the database and backs off.
+GIVE_UP_EVENT = "database error, retrying"
+
+
+def _percentile(sorted_values: list[float], fraction: float) -> float:
+    return sorted_values[min(len(sorted_values) - 1, int(fraction * len(sorted_values)))]
+
+
+def _bulk_loaded_rate(store: Store, prefix: str, jobs: int, done_before: int) -> float:
+    """Jobs/s of `jobs` trivial jobs enqueued at once, from the commit to the last finish."""
+    enqueued_at = now_ms()
+    store.enqueue_many(
+        [JobSpec(f"{prefix}{n}", "true", 0, None, 0) for n in range(jobs)], 0, enqueued_at
+    )
+    wait_for_completion(store, done_before + jobs, timeout=120)
+    finished = [job.finished_at or 0 for job in _newest_completed(store, prefix, jobs)]
+    return jobs / max(0.001, (max(finished) - enqueued_at) / 1000)
+
+
+def _newest_completed(store: Store, prefix: str, jobs: int) -> list[Job]:
+    newest = store.list_jobs(JobState.COMPLETED, limit=jobs, newest_first=True)
+    return [job for job in newest if job.id.startswith(prefix)]
+
+
+@dataclass
+class ProducedPhase:
+    """One producer run into the pool: what the producer and the pool did meanwhile."""
+
+    enqueue_rate: float
+    pool_rate: float  # jobs finished while the producer ran, per second of its run
+    finished_during: int
+    give_ups: int
+    p50_ms: float
+    p95_ms: float
+
+
+def _produce(
+    folder: Path,
+    pool: PoolProcess,
+    store: Store,
+    prefix: str,
+    jobs: int,
+    rate: float,
+    done_before: int,
+) -> ProducedPhase:
+    """Run the producer process (`rate` 0: flat out) and wait until its jobs are done."""
+    out = folder / f"{prefix}producer.json"
+    give_ups_before = pool.count_events(GIVE_UP_EVENT)
+    command = [
+        sys.executable,
+        "-m",
+        "queuectl_tui.bench.producer",
+        str(pool.database),
+        prefix,
+        str(jobs),
+        str(rate),
+        str(out),
+    ]
+    subprocess.run(command, check=True, capture_output=True)
+    wait_for_completion(store, done_before + jobs, timeout=120)
+    report = json.loads(out.read_text(encoding="utf-8"))
+    began, ended, starts = report["began"], report["ended"], report["starts"]
+    finished = {
+        job.id: (job.finished_at or 0) / 1000 for job in _newest_completed(store, prefix, jobs)
+    }
+    latencies = sorted(
+        max(0.0, finished[f"{prefix}{n}"] - start) * 1000 for n, start in enumerate(starts)
+    )
+    during = sum(1 for at in finished.values() if at <= ended)
+    seconds = max(0.001, ended - began)
+    return ProducedPhase(
+        enqueue_rate=jobs / seconds,
+        pool_rate=during / seconds,
+        finished_during=during,
+        give_ups=pool.count_events(GIVE_UP_EVENT) - give_ups_before,
+        p50_ms=statistics.median(latencies),
+        p95_ms=_percentile(latencies, 0.95),
+    )
+
+
+def mixed(folder: Path, jobs: int, workers: int, rounds: int = 1) -> list[Measure]:
+    """A producer in another process enqueueing one job per transaction (the Python API) into
+    a running pool of trivial jobs: paced at 80 % of the pool's capacity, then flat out.
+    Capacity is the pool's throughput on the same jobs bulk-loaded, measured in each round
+    just before; figures are medians over the rounds."""
+    database = folder / "mixed.db"
+    open_store(database).close()
+    capacity: list[float] = []
+    paced: list[ProducedPhase] = []
+    flat: list[ProducedPhase] = []
+    with (
+        PoolProcess(database, workers, folder / "mixed.log") as pool,
+        open_store(database) as store,
+    ):
+        time.sleep(0.5)
+        done = 0
+        for number in range(rounds):
+            capacity.append(_bulk_loaded_rate(store, f"mixed-{number}-bulk-", jobs, done))
+            done += jobs
+            time.sleep(0.2)
+            pace = 0.8 * capacity[-1]
+            paced.append(_produce(folder, pool, store, f"mixed-{number}-paced-", jobs, pace, done))
+            done += jobs
+            time.sleep(0.2)
+            flat.append(_produce(folder, pool, store, f"mixed-{number}-flat-", jobs, 0, done))
+            done += jobs
+            time.sleep(0.2)
+    return _mixed_measures(jobs, capacity, paced, flat)
+
+
+def _joined(values: list[float]) -> str:
+    return ",".join(f"{value:.1f}" for value in values)
+
+
+def _mixed_measures(
+    jobs: int, capacity: list[float], paced: list[ProducedPhase], flat: list[ProducedPhase]
+) -> list[Measure]:
+    median = statistics.median
+    bulk = median(capacity)
+    common: dict[str, float | int | str] = {"jobs": jobs, "rounds": len(capacity)}
+    return [
+        Measure(
+            "mixed, bulk-loaded capacity",
+            bulk,
+            "jobs/s",
+            details={**common, "rounds_values": _joined(capacity)},
+        ),
+        Measure(
+            "mixed, paced at 80%: end-to-end p50",
+            median(p.p50_ms for p in paced),
+            "ms",
+            details={"rounds_values": _joined([p.p50_ms for p in paced])},
+        ),
+        Measure(
+            "mixed, paced at 80%: end-to-end p95",
+            median(p.p95_ms for p in paced),
+            "ms",
+            target="<= 20 ms",
+            details={"rounds_values": _joined([p.p95_ms for p in paced])},
+        ),
+        Measure(
+            "mixed, paced at 80%: enqueue rate",
+            median(p.enqueue_rate for p in paced),
+            "jobs/s",
+            details={"rounds_values": _joined([p.enqueue_rate for p in paced])},
+        ),
+        Measure(
+            "mixed, paced at 80%: give-ups",
+            median(p.give_ups for p in paced),
+            "count",
+            target="0",
+            details={"rounds_values": _joined([p.give_ups for p in paced])},
+        ),
+        Measure(
+            "mixed, flat out: enqueue rate",
+            median(p.enqueue_rate for p in flat),
+            "jobs/s",
+            target=">= 1,500 jobs/s",
+            details={"rounds_values": _joined([p.enqueue_rate for p in flat])},
+        ),
+        Measure(
+            "mixed, flat out: pool throughput while producing (baseline: bulk-loaded)",
+            median(p.pool_rate for p in flat),
+            "jobs/s",
+            baseline=bulk,
+            target=">= 0.8x bulk-loaded",
+            details={
+                "rounds_values": _joined([p.pool_rate for p in flat]),
+                "finished_during": ",".join(str(p.finished_during) for p in flat),
+            },
+        ),
+        Measure(
+            "mixed, flat out: give-ups",
+            median(p.give_ups for p in flat),
+            "count",
+            target="0",
+            details={"rounds_values": _joined([p.give_ups for p in flat])},
+        ),
+        Measure(
+            "mixed, flat out: end-to-end p50",
+            median(p.p50_ms for p in flat),
+            "ms",
+            details={"rounds_values": _joined([p.p50_ms for p in flat])},
+        ),
+        Measure(
+            "mixed, flat out: end-to-end p95",
+            median(p.p95_ms for p in flat),
+            "ms",
+            details={"rounds_values": _joined([p.p95_ms for p in flat])},
+        ),
+    ]

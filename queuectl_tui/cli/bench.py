@@ -14,6 +14,8 @@ from rich.table import Table
 from . import render
 from .context import guarded, print_json
 
+SCENARIOS = ("bulk", "slow", "trivial", "mixed", "pickup", "scale", "cli")
+
 
 @guarded
 def bench(
@@ -23,17 +25,21 @@ def bench(
     slow_jobs: int | None = typer.Option(None, "--slow-jobs", min=1, help="'sleep 0.05' jobs."),
     trivial_jobs: int | None = typer.Option(None, "--trivial-jobs", min=1, help="'true' jobs."),
     pickup_jobs: int | None = typer.Option(None, "--pickup-jobs", min=1, help="Pickup samples."),
+    mixed_jobs: int | None = typer.Option(
+        None, "--mixed-jobs", min=1, help="Jobs per phase of the mixed scenario."
+    ),
     scale: int | None = typer.Option(None, "--scale", min=1, help="Jobs in the scale database."),
     rounds: int | None = typer.Option(
         None, "--rounds", min=1, max=50, help="Throughput rounds (medians are reported)."
     ),
     only: list[str] | None = typer.Option(
-        None, "--only", help="Run only these: bulk, slow, trivial, pickup, scale, cli."
+        None, "--only", help="Run only these: " + ", ".join(SCENARIOS) + "."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Measure bulk enqueue, throughput against a bare process pool, pickup latency, idle
-    CPU, queries on a large database, and CLI start-up. Runs on temporary databases.
+    """Measure bulk enqueue, throughput against a bare process pool, a producer feeding a
+    running pool (mixed), pickup latency, idle CPU, queries on a large database, and CLI
+    start-up. Runs on temporary databases.
 
     Example: queuectl bench --quick
     """
@@ -44,11 +50,12 @@ def bench(
         "slow": slow_jobs or (100 if quick else 1_000),
         "trivial": trivial_jobs or (200 if quick else 2_000),
         "pickup": pickup_jobs or (20 if quick else 200),
+        "mixed": mixed_jobs or (200 if quick else 2_000),
         "scale": scale or (20_000 if quick else 1_000_000),
     }
     repeat = rounds or (1 if quick else 3)
-    chosen = set(only or ("bulk", "slow", "trivial", "pickup", "scale", "cli"))
-    unknown = chosen - {"bulk", "slow", "trivial", "pickup", "scale", "cli"}
+    chosen = set(only or SCENARIOS)
+    unknown = chosen - set(SCENARIOS)
     if unknown:
         raise typer.BadParameter(
             f"unknown scenario: {', '.join(sorted(unknown))}", param_hint="--only"
@@ -76,6 +83,12 @@ def bench(
                 scenarios.throughput(folder, "trivial", "true", sizes["trivial"], workers, repeat)
             )
             results[-1].target = ">= 0.85x the bare pool"
+        if "mixed" in chosen:
+            say(
+                f"a producer of {sizes['mixed']:,} x 'true', one per transaction, into "
+                f"{workers} workers: paced at 80% of capacity, then flat out ..."
+            )
+            results += scenarios.mixed(folder, sizes["mixed"], workers, repeat)
         if "pickup" in chosen:
             say(f"pickup latency of {sizes['pickup']} jobs at 20/s into an idle pool ...")
             idle = 2.0 if quick else 10.0

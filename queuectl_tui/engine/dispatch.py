@@ -24,7 +24,15 @@ from operator import attrgetter
 
 from ..config import Settings
 from ..models import Job, JobState, Outcome, WorkerStatus
-from ..store import Exchange, Settlement, SettleResult, Store, StoreCorrupt, StoreError
+from ..store import (
+    Exchange,
+    Settlement,
+    SettleResult,
+    Store,
+    StoreCorrupt,
+    StoreError,
+    StoreWaitingError,
+)
 from ..timeutil import now_ms, to_iso
 from . import events
 from .retry import retry_store_call
@@ -99,6 +107,7 @@ class Dispatcher(threading.Thread):
         self._recheck_at = 0.0  # when idle: look for work then even if nothing rang
         self._retry_at = 0.0
         self._retry_delay = RETRY_FIRST
+        self._in_line = False  # waiting for the write turn behind another process's write
         self._cancelled = False
         self._turns = 0
         # When the loop last came round (monotonic): the pool's heartbeat follows it, so a
@@ -179,6 +188,8 @@ class Dispatcher(threading.Thread):
             timeout = min(timeout, self._turn_at_least)  # come round even when idle: alive
             if self._retry_at > now:  # the database failed: try again then
                 timeout = min(timeout, self._retry_at - now)
+            if self._in_line:  # supervise, then go on waiting for the turn
+                timeout = 0.0
             finished, rung = supervisor.step(timeout)
             if rung:
                 doorbell.clear()
@@ -227,8 +238,14 @@ class Dispatcher(threading.Thread):
         return exchange
 
     def _exchange(self, store: Store, supervisor: Supervisor, free: list[Slot]) -> None:
+        self._in_line = False
         try:
             exchange = self._send(store, free)
+        except StoreWaitingError:
+            # Another process is writing (a bulk enqueue may take a second): nothing failed,
+            # and the store keeps this pool's place in line while the loop supervises.
+            self._in_line = True
+            return
         except StoreError as error:
             events.event(
                 "database error, retrying",

@@ -18,6 +18,7 @@ from .base import (
     StoreBusyError,
     StoreCorrupt,
     StoreError,
+    StoreWaitingError,
 )
 from .sqlite import SQLiteStore, failure_transition
 
@@ -62,6 +63,7 @@ __all__ = [
     "StoreBusyError",
     "StoreCorrupt",
     "StoreError",
+    "StoreWaitingError",
     "failure_transition",
     "open_store",
 ]

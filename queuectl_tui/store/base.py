@@ -25,6 +25,11 @@ class StoreBusyError(StoreError):
     """The database stayed locked beyond every retry."""
 
 
+class StoreWaitingError(StoreBusyError):
+    """Another process's write outlasted this store's wait for its turn; the store keeps its
+    place in line, so trying again soon gets the next turn."""
+
+
 class ForeignDatabaseError(StoreError):
     """The file is a database, but not a queue: queuectl refuses it and leaves it untouched."""
 

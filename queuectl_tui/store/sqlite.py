@@ -42,9 +42,11 @@ from .base import (
     Store,
     StoreBusyError,
     StoreError,
+    StoreWaitingError,
 )
 from .dbfile import FileKind, newer_schema_error, recognise, store_error
 from .schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+from .writelock import WriteTurn
 
 log = logging.getLogger("queuectl.store")
 
@@ -231,8 +233,10 @@ class SQLiteStore(Store):
         self._file_mode = file_mode
         self._lock = threading.RLock()
         self._write_lock = _process_write_lock(self.location)
+        self._turn = WriteTurn(self.location, file_mode)  # used only once on the file
         self._stand_in = False  # connected to an empty in-memory queue, not to the file
         self._conn: sqlite3.Connection | None = None
+        self._on_file = False  # connected to the file itself (not to :memory:)
         self._connections = 0  # how many it has had: a stand-in and then the file
         with self._sqlite_errors():
             self._open(create=create_at_open)
@@ -286,7 +290,8 @@ class SQLiteStore(Store):
             isolation_level=None,  # we issue BEGIN/COMMIT ourselves
             check_same_thread=False,
         )
-        previous = self._conn
+        previous, was_on_file = self._conn, self._on_file
+        self._on_file = location != ":memory:"  # a stand-in's writes need no turn
         try:
             # Before WAL mode is set: that would rewrite the header of a file we then refuse.
             version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -296,7 +301,7 @@ class SQLiteStore(Store):
             self._configure(in_memory=location == ":memory:")
             self._migrate()
         except BaseException:
-            self._conn = previous
+            self._conn, self._on_file = previous, was_on_file
             conn.close()
             raise
         self._connections += 1
@@ -356,6 +361,7 @@ class SQLiteStore(Store):
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
+            self._turn.close()
 
     def _write(self, body: Callable[[sqlite3.Connection], T], durable: bool = False) -> T:
         """Run `body` in one BEGIN IMMEDIATE transaction and commit it.
@@ -390,12 +396,24 @@ class SQLiteStore(Store):
 
     @contextlib.contextmanager
     def _process_turn(self) -> Iterator[None]:
-        """This process's turn to write (see _WRITE_LOCKS), waited for no longer than this
-        store would wait for SQLite's lock."""
-        if not self._write_lock.acquire(timeout=self._busy_timeout + self._lock_retry_seconds):
-            raise StoreBusyError(f"the database {self.location} is busy in this process")
+        """This process's turn to write (see _WRITE_LOCKS), then the database's among
+        processes (see writelock.py), each waited for no longer than this store would wait
+        for SQLite's lock."""
+        waited = self._busy_timeout + self._lock_retry_seconds
+        if not self._write_lock.acquire(timeout=waited):
+            # Another thread of this process writes, or waits in line for the same turn.
+            raise StoreWaitingError(f"the database {self.location} is busy in this process")
         try:
-            yield
+            turn = self._turn if self._on_file else None
+            if turn is not None and not turn.acquire(waited):
+                raise StoreWaitingError(
+                    f"the database {self.location} stayed locked for {waited:g} s"
+                )
+            try:
+                yield
+            finally:
+                if turn is not None:
+                    turn.release()
         finally:
             self._write_lock.release()
 

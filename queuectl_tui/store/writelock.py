@@ -1,0 +1,124 @@
+"""The database's write turn among processes: an exclusive flock on a file beside the database
+(`queue.db-lock`), taken around every write transaction.
+
+SQLite's own write lock is fair to no one: a writer that finds it taken sleeps in the busy
+handler (1, 2, 5, 10 ... ms) and tries again, so a producer that commits back to back, which
+takes the lock again within microseconds of releasing it, keeps every other process out. The
+kernel instead queues the waiters of a flock and wakes them as soon as it is released, so the
+write turn passes from one process to the next while the producer is still preparing its next
+job. SQLite's lock still guards the data (a writer that does not take part, such as an older
+queuectl, is merely not queued); this lock only decides whose turn it is.
+
+A waiter with a bounded wait (the pool's dispatcher, which must keep supervising its running
+jobs) keeps its place in the queue when its wait runs out: a helper thread stays blocked in
+the kernel for it, and hands the turn over at the next try."""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import stat
+import threading
+
+from ..files import create_exclusive
+
+log = logging.getLogger("queuectl.store")
+
+LOCK_SUFFIX = "-lock"
+# A turn the helper thread obtained but nobody came back for within this long is passed on:
+# its waiter gave up writing.
+UNCLAIMED_TURN = 0.2
+
+_IDLE, _WAITING, _READY, _HELD = range(4)
+
+
+class WriteTurn:
+    """One store's place in the line for the write turn of the database at `location`."""
+
+    def __init__(self, location: str, file_mode: int) -> None:
+        self.path = location + LOCK_SUFFIX
+        self._file_mode = file_mode
+        self._fd: int | None = None
+        self._unusable = False  # no lock file could be opened: SQLite's lock alone decides
+        self._state = _IDLE
+        self._changed = threading.Condition(threading.Lock())
+
+    def acquire(self, timeout: float) -> bool:
+        """Take the write turn, waiting up to `timeout` seconds. False when the wait ran out;
+        the place in line is kept for the next call (see UNCLAIMED_TURN)."""
+        with self._changed:
+            fd = self._descriptor()
+            if fd is None:
+                return True
+            if self._state == _IDLE:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    self._state = _WAITING
+                    threading.Thread(
+                        target=self._wait_in_line,
+                        args=(fd,),
+                        name="queuectl-write-turn",
+                        daemon=True,
+                    ).start()
+                else:
+                    self._state = _HELD
+                    return True
+            self._changed.wait_for(lambda: self._state == _READY, timeout)
+            if self._state != _READY:
+                return False
+            self._state = _HELD
+            self._changed.notify_all()
+            return True
+
+    def release(self) -> None:
+        with self._changed:
+            if self._state != _HELD:
+                return
+            assert self._fd is not None
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            self._state = _IDLE
+
+    def close(self) -> None:
+        with self._changed:
+            if self._fd is not None and self._state in (_IDLE, _HELD):
+                os.close(self._fd)  # closing drops the flock
+                self._fd, self._state = None, _IDLE
+            # A helper still waiting closes nothing: it passes its turn on when it gets it.
+            self._unusable = True
+
+    def _wait_in_line(self, fd: int) -> None:
+        """The helper thread: blocks in the kernel's queue, then offers the turn."""
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        with self._changed:
+            self._state = _READY
+            self._changed.notify_all()
+            self._changed.wait_for(lambda: self._state != _READY, UNCLAIMED_TURN)
+            if self._state == _READY:  # nobody came back for it
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                self._state = _IDLE
+                if self._unusable and self._fd is not None:  # closed meanwhile
+                    os.close(self._fd)
+                    self._fd = None
+
+    def _descriptor(self) -> int | None:
+        """The lock file, created like the database (with its file mode, never through a
+        symlink) on the first write. A user who may not create or open it (a read-only
+        folder, another user's queue) writes under SQLite's lock alone."""
+        if self._fd is not None or self._unusable:
+            return self._fd
+        try:
+            create_exclusive(self.path, self._file_mode)
+            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+            fd = os.open(self.path, flags)
+        except OSError as error:
+            log.debug("no write-turn lock file %s: %s", self.path, error.strerror)
+            self._unusable = True
+            return None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            self._unusable = True
+            return None
+        self._fd = fd
+        return fd

@@ -1,0 +1,77 @@
+"""The write turn among processes: a lock file beside the database, created like the database,
+taken around every write, and waited for in line."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from queuectl_tui.store import SQLiteStore, StoreWaitingError, open_store
+
+from helpers import spec
+
+NOW = 1_700_000_000_000
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+@pytest.mark.parametrize("mode", [0o600, 0o660])
+def test_the_lock_file_is_made_by_the_first_write_with_the_file_mode(
+    tmp_path: Path, mode: int
+) -> None:
+    db = tmp_path / "q.db"
+    lock = tmp_path / "q.db-lock"
+    with SQLiteStore(db, file_mode=mode, create_at_open=False) as store:
+        store.counts()
+        assert not lock.exists()  # reading creates nothing
+        store.enqueue(spec(id="a"), 3, NOW)
+    assert _mode(lock) == mode == _mode(db)
+
+
+def test_writes_go_on_under_sqlites_lock_when_no_lock_file_can_be_opened(tmp_path: Path) -> None:
+    db = tmp_path / "q.db"
+    (tmp_path / "q.db-lock").mkdir()  # not a file: unusable, as for a user who may not open it
+    with SQLiteStore(db) as store:
+        store.enqueue(spec(id="a"), 3, NOW)
+        assert store.get("a") is not None
+
+
+_HOLD_TURN = """
+import fcntl, os, pathlib, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+fcntl.flock(fd, fcntl.LOCK_EX)
+marker = pathlib.Path(sys.argv[2])
+marker.write_text("held")
+while marker.exists():
+    time.sleep(0.01)
+"""
+
+
+def test_a_bounded_wait_that_runs_out_keeps_its_place_and_writes_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "q.db"
+    open_store(db).close()
+    marker = tmp_path / "held"
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD_TURN, f"{db}-lock", str(marker)])
+    try:
+        deadline = time.monotonic() + 30
+        while not marker.exists():
+            assert holder.poll() is None and time.monotonic() < deadline
+            time.sleep(0.01)
+        with open_store(db, lock_wait=0.05) as store:
+            with pytest.raises(StoreWaitingError, match="stayed locked"):
+                store.enqueue(spec(id="early"), 3, NOW)
+            assert store.get("early") is None
+            marker.unlink()
+            store.enqueue(spec(id="later"), 3, NOW)  # retried until the turn comes
+            assert store.get("later") is not None
+    finally:
+        marker.unlink(missing_ok=True)
+        holder.wait(timeout=30)
