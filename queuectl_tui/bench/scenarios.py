@@ -350,80 +350,59 @@ def _joined(values: list[float]) -> str:
     return ",".join(f"{value:.1f}" for value in values)
 
 
+def _over_rounds(
+    name: str,
+    values: list[float],
+    unit: str,
+    target: str = "",
+    baseline: float | None = None,
+    details: dict[str, float | int | str] | None = None,
+) -> Measure:
+    """A measure taken in every round: the median, with each round's value in the details."""
+    return Measure(
+        name,
+        statistics.median(values),
+        unit,
+        baseline=baseline,
+        target=target,
+        details={**(details or {}), "rounds_values": _joined(values)},
+    )
+
+
 def _mixed_measures(
     jobs: int, capacity: list[float], paced: list[ProducedPhase], flat: list[ProducedPhase]
 ) -> list[Measure]:
-    median = statistics.median
-    bulk = median(capacity)
+    bulk = statistics.median(capacity)
     common: dict[str, float | int | str] = {"jobs": jobs, "rounds": len(capacity)}
-    return [
-        Measure(
-            "mixed, bulk-loaded capacity",
-            bulk,
-            "jobs/s",
-            details={**common, "rounds_values": _joined(capacity)},
-        ),
-        Measure(
-            "mixed, paced at 80%: end-to-end p50",
-            median(p.p50_ms for p in paced),
-            "ms",
-            details={"rounds_values": _joined([p.p50_ms for p in paced])},
-        ),
-        Measure(
-            "mixed, paced at 80%: end-to-end p95",
-            median(p.p95_ms for p in paced),
-            "ms",
-            target="<= 20 ms",
-            details={"rounds_values": _joined([p.p95_ms for p in paced])},
-        ),
-        Measure(
-            "mixed, paced at 80%: enqueue rate",
-            median(p.enqueue_rate for p in paced),
-            "jobs/s",
-            details={"rounds_values": _joined([p.enqueue_rate for p in paced])},
-        ),
-        Measure(
-            "mixed, paced at 80%: give-ups",
-            median(p.give_ups for p in paced),
-            "count",
-            target="0",
-            details={"rounds_values": _joined([p.give_ups for p in paced])},
-        ),
-        Measure(
-            "mixed, flat out: enqueue rate",
-            median(p.enqueue_rate for p in flat),
-            "jobs/s",
-            target=">= 1,500 jobs/s",
-            details={"rounds_values": _joined([p.enqueue_rate for p in flat])},
-        ),
-        Measure(
+    measures = [_over_rounds("mixed, bulk-loaded capacity", capacity, "jobs/s", details=common)]
+    for label, phases in (("paced at 80%", paced), ("flat out", flat)):
+        flat_out = phases is flat
+        measures += [
+            _over_rounds(
+                f"mixed, {label}: enqueue rate",
+                [p.enqueue_rate for p in phases],
+                "jobs/s",
+                target=">= 1,500 jobs/s" if flat_out else "",
+            ),
+            _over_rounds(
+                f"mixed, {label}: give-ups", [float(p.give_ups) for p in phases], "count", "0"
+            ),
+            _over_rounds(f"mixed, {label}: end-to-end p50", [p.p50_ms for p in phases], "ms"),
+            _over_rounds(
+                f"mixed, {label}: end-to-end p95",
+                [p.p95_ms for p in phases],
+                "ms",
+                target="" if flat_out else "<= 20 ms",
+            ),
+        ]
+    measures.append(
+        _over_rounds(
             "mixed, flat out: pool throughput while producing (baseline: bulk-loaded)",
-            median(p.pool_rate for p in flat),
+            [p.pool_rate for p in flat],
             "jobs/s",
-            baseline=bulk,
             target=">= 0.8x bulk-loaded",
-            details={
-                "rounds_values": _joined([p.pool_rate for p in flat]),
-                "finished_during": ",".join(str(p.finished_during) for p in flat),
-            },
-        ),
-        Measure(
-            "mixed, flat out: give-ups",
-            median(p.give_ups for p in flat),
-            "count",
-            target="0",
-            details={"rounds_values": _joined([p.give_ups for p in flat])},
-        ),
-        Measure(
-            "mixed, flat out: end-to-end p50",
-            median(p.p50_ms for p in flat),
-            "ms",
-            details={"rounds_values": _joined([p.p50_ms for p in flat])},
-        ),
-        Measure(
-            "mixed, flat out: end-to-end p95",
-            median(p.p95_ms for p in flat),
-            "ms",
-            details={"rounds_values": _joined([p.p95_ms for p in flat])},
-        ),
-    ]
+            baseline=bulk,
+            details={"finished_during": ",".join(str(p.finished_during) for p in flat)},
+        )
+    )
+    return measures
