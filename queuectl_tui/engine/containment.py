@@ -471,20 +471,10 @@ def sweep_dead_pools() -> int:
         pid_text = pid_text.removeprefix("probe-")
         if not pid_text.isdigit() or int(pid_text) == os.getpid():
             continue
-        if _process_exists(int(pid_text)):
+        if procfs.pid_alive(int(pid_text)):
             continue
         if probe:
             remove_cgroup(entry)  # its pool died while it looked for cgroups
         else:
             killed += sweep_pool_cgroup(entry)
     return killed
-
-
-def _process_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return _is_live(pid)

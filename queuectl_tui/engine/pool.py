@@ -40,6 +40,7 @@ from ..timeutil import human_seconds, now_ms, to_iso
 from . import events, procfs
 from .containment import ensure_descriptors, pool_orphans, prepare_pool_process, reap_orphans
 from .dispatch import Dispatcher, PoolContext
+from .procfs import pid_alive
 from .retry import retry_store_call
 from .runner import stop_lost_run
 from .wake import ChangeWatcher, Doorbell
@@ -78,20 +79,6 @@ class PoolOptions:
 class Detached:
     pid: int
     log_path: str
-
-
-def pid_alive(pid: int) -> bool:
-    """True if a process with this pid runs on this host (a zombie counts as gone)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    fields = procfs.stat_fields(pid)
-    return fields is None or procfs.is_live(fields)
 
 
 def worker_is_running(worker: Worker, stale_after_s: float, now: int) -> bool:

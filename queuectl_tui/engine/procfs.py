@@ -37,3 +37,17 @@ def start_ticks(fields: list[bytes]) -> int:
 
 def ticks_to_seconds(ticks: int) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def pid_alive(pid: int) -> bool:
+    """True if a process with this pid runs on this host (a zombie counts as gone)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    fields = stat_fields(pid)
+    return fields is None or is_live(fields)
