@@ -57,6 +57,16 @@ def reaped(duration: str) -> Iterator[None]:
                 os.kill(pid, signal.SIGKILL)
 
 
+def completes_and_leaves_nothing(queue: Queue, command: str, duration: str, what: str) -> None:
+    """Run `command` as a job of a fresh pool: it completes, and then no `sleep DURATION` it
+    left behind is still running."""
+    with reaped(duration):
+        queue.start_pool(count=1)
+        job_id = queue.enqueue(command)
+        queue.wait_state(job_id, JobState.COMPLETED, timeout=30)
+        wait_until(lambda: not sleepers(duration), timeout=30, what=what)
+
+
 def use_mode(queue: Queue, mode: str) -> None:
     if mode == "cgroup":
         if containment.cgroup_parent() is None:
@@ -95,22 +105,16 @@ def test_a_double_forked_setsid_grandchild_is_stopped(queue: Queue, mode: str) -
     command = (
         f"(setsid sh -c 'sleep {duration} >/dev/null 2>&1 </dev/null &' &); sleep 0.3; echo ok"
     )
-    with reaped(duration):
-        queue.start_pool(count=1)
-        job_id = queue.enqueue(command)
-        queue.wait_state(job_id, JobState.COMPLETED, timeout=30)
-        wait_until(lambda: not sleepers(duration), timeout=30, what="the grandchild to stop")
+    completes_and_leaves_nothing(queue, command, duration, "the grandchild to stop")
 
 
 def test_a_short_job_s_setsid_child_is_stopped_too(queue: Queue) -> None:
     """A job that ends at once (before any cgroup would be made for it) is contained as
     well: its daemon is an orphan of the pool, which finds it by its environment."""
     duration = "3205"
-    with reaped(duration):
-        queue.start_pool(count=1)
-        job_id = queue.enqueue(f"{daemon(duration)} sleep 0.1; echo ok")
-        queue.wait_state(job_id, JobState.COMPLETED, timeout=30)
-        wait_until(lambda: not sleepers(duration), timeout=30, what="the daemon to be stopped")
+    completes_and_leaves_nothing(
+        queue, f"{daemon(duration)} sleep 0.1; echo ok", duration, "the daemon to be stopped"
+    )
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -172,11 +176,7 @@ def test_a_child_that_alters_its_run_s_variables_is_stopped_too(queue: Queue) ->
     duration = "3213"
     queue.env[containment.CGROUPS_ENV] = "off"
     command = f"QUEUECTL_ATTEMPT=99 {daemon(duration)} sleep 0.3; echo ok"
-    with reaped(duration):
-        queue.start_pool(count=1)
-        job_id = queue.enqueue(command)
-        queue.wait_state(job_id, JobState.COMPLETED, timeout=30)
-        wait_until(lambda: not sleepers(duration), timeout=30, what="the child to be stopped")
+    completes_and_leaves_nothing(queue, command, duration, "the child to be stopped")
 
 
 def test_a_cgroup_catches_a_child_that_clears_its_environment(queue: Queue) -> None:
@@ -185,11 +185,7 @@ def test_a_cgroup_catches_a_child_that_clears_its_environment(queue: Queue) -> N
         pytest.skip("no writable cgroup v2 hierarchy on this machine")
     duration = "3211"
     command = f"env -i setsid sleep {duration} >/dev/null 2>&1 </dev/null & sleep 1; echo ok"
-    with reaped(duration):
-        queue.start_pool(count=1)
-        job_id = queue.enqueue(command)
-        queue.wait_state(job_id, JobState.COMPLETED, timeout=30)
-        wait_until(lambda: not sleepers(duration), timeout=30, what="the child to be stopped")
+    completes_and_leaves_nothing(queue, command, duration, "the child to be stopped")
 
 
 def test_the_next_pool_stops_what_a_killed_pool_left_in_its_cgroups(queue: Queue) -> None:
