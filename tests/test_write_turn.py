@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from queuectl_tui.models import WorkerStatus
 from queuectl_tui.store import SQLiteStore, StoreWaitingError, open_store
 
 from helpers import spec
@@ -75,3 +76,38 @@ def test_a_bounded_wait_that_runs_out_keeps_its_place_and_writes_nothing(tmp_pat
     finally:
         marker.unlink(missing_ok=True)
         holder.wait(timeout=30)
+
+
+def test_a_durable_write_syncs_the_wal_after_passing_the_turn_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An enqueue returns only once its commit is on disk, but the disk is waited for outside
+    the write turn, so that the next writer's transaction runs meanwhile."""
+    import fcntl
+
+    from queuectl_tui.store import sqlite
+
+    db = tmp_path / "q.db"
+    synced: list[tuple[str, bool]] = []
+    real_fsync = os.fsync
+
+    def watching_fsync(fd: int) -> None:
+        probe = os.open(f"{db}-lock", os.O_RDONLY)
+        try:
+            fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free: the turn was passed on
+            turn_free = True
+        except BlockingIOError:
+            turn_free = False
+        finally:
+            os.close(probe)  # drops the probe's lock
+        synced.append((os.readlink(f"/proc/self/fd/{fd}"), turn_free))
+        real_fsync(fd)
+
+    with SQLiteStore(db) as store:
+        store.enqueue(spec(id="warm-up"), 3, NOW)
+        monkeypatch.setattr(sqlite.os, "fsync", watching_fsync)
+        store.enqueue(spec(id="a"), 3, NOW)
+        assert synced == [(f"{db}-wal", True)]
+        synced.clear()
+        store.set_worker_status("w1", WorkerStatus.IDLE, None, NOW)  # not durable: no sync
+        assert synced == []
