@@ -89,7 +89,7 @@ def test_a_durable_write_syncs_the_wal_after_passing_the_turn_on(
 
     db = tmp_path / "q.db"
     synced: list[tuple[str, bool]] = []
-    real_fsync = os.fsync
+    real_fsync = os.fdatasync
 
     def watching_fsync(fd: int) -> None:
         probe = os.open(f"{db}-lock", os.O_RDONLY)
@@ -105,9 +105,43 @@ def test_a_durable_write_syncs_the_wal_after_passing_the_turn_on(
 
     with SQLiteStore(db) as store:
         store.enqueue(spec(id="warm-up"), 3, NOW)
-        monkeypatch.setattr(sqlite.os, "fsync", watching_fsync)
+        monkeypatch.setattr(sqlite.os, "fdatasync", watching_fsync)
         store.enqueue(spec(id="a"), 3, NOW)
         assert synced == [(f"{db}-wal", True)]
         synced.clear()
         store.set_worker_status("w1", WorkerStatus.IDLE, None, NOW)  # not durable: no sync
         assert synced == []
+
+
+def test_one_helper_thread_waits_in_line_for_a_store_however_often_it_waits(
+    tmp_path: Path,
+) -> None:
+    """A busy producer makes the pool wait for its turn hundreds of times a second: starting
+    a thread each time cost more than the wait."""
+    import threading
+
+    db = tmp_path / "q.db"
+    open_store(db).close()
+    helpers: set[int] = set()
+    with open_store(db, lock_wait=0.05) as store:
+        for number in range(4):
+            marker = tmp_path / f"held-{number}"
+            holder = subprocess.Popen([sys.executable, "-c", _HOLD_TURN, f"{db}-lock", str(marker)])
+            try:
+                deadline = time.monotonic() + 30
+                while not marker.exists():
+                    assert holder.poll() is None and time.monotonic() < deadline
+                    time.sleep(0.01)
+                with pytest.raises(StoreWaitingError):
+                    store.enqueue(spec(id=f"early-{number}"), 3, NOW)
+                helpers.update(
+                    t.native_id or 0
+                    for t in threading.enumerate()
+                    if t.name == "queuectl-write-turn"
+                )
+                marker.unlink()
+                store.enqueue(spec(id=f"job-{number}"), 3, NOW)  # the helper's turn
+            finally:
+                marker.unlink(missing_ok=True)
+                holder.wait(timeout=30)
+    assert len(helpers) == 1

@@ -167,12 +167,15 @@ def pickup(
         idle_cpu = (cpu_seconds(pool.pid) - cpu_before) / (time.monotonic() - wall_before) * 100
         returned: dict[str, float] = {}
         interval = 1.0 / rate
+        cpu_before = cpu_seconds(pool.pid)
         for number in range(jobs):
             job_id = f"pickup-{number}"
             store.enqueue(JobSpec(job_id, "true"), 0, now_ms())
             returned[job_id] = time.time()
             time.sleep(interval)
         wait_for_completion(store, jobs, timeout=60)
+        # Everything the pool spent while jobs trickled in, idle time between them included.
+        trickle_cpu_ms = (cpu_seconds(pool.pid) - cpu_before) / jobs * 1000
     claimed = pool.claim_times()
     latencies = sorted(
         max(0.0, (claimed[j] - t) * 1000) for j, t in returned.items() if j in claimed
@@ -190,6 +193,13 @@ def pickup(
         ),
         Measure("pickup latency p95", p95, "ms", target="<= 5 ms"),
         Measure("pickup latency max", latencies[-1], "ms"),
+        Measure(
+            "pool CPU per trickled job",
+            trickle_cpu_ms,
+            "ms",
+            target="<= 1 ms",
+            details={"rate_per_s": rate, "workers": workers},
+        ),
         Measure(
             "idle pool CPU",
             idle_cpu,

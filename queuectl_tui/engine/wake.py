@@ -2,19 +2,23 @@
 pool sleeps in the kernel instead of polling.
 
 One watcher thread per pool notices that the database changed and rings the dispatcher's
-doorbell; the dispatcher then claims for every free worker in one transaction. Change
-detection, best first:
+doorbell when there is work to claim; the dispatcher then claims for every free worker in one
+transaction. Change detection, best first:
 
 - `inotify` on the database's `-wal` file (Linux): every commit, from any process, writes to
-  the WAL, so the watcher sleeps until then. A WAL write is seen slightly before the commit is
-  visible to readers, so after each write `PRAGMA data_version` is re-checked every quarter
-  millisecond for a short window; a slow `data_version` poll stays on as a safety net.
+  the WAL, so the watcher sleeps until then. A WAL write is seen slightly before its commit is
+  visible, so the watcher first waits for the write turn to pass (see writelock.py: every
+  queuectl writer commits within its turn), then reads `PRAGMA data_version` once. A writer
+  that takes no turn (an older queuectl, the sqlite3 shell) is looked at again after 1, 2,
+  4 ... ms; a slow `data_version` poll stays on as a safety net.
 - `poll`: `PRAGMA data_version` every 2 ms (any platform; costs a few % of a core).
 
-Either way the watcher also rings when the next known `run_at` arrives (a retry's backoff
-ending, a job scheduled for later), so a due job is never slept through. While every worker is
-busy the watcher lies dormant: the dispatcher claims the next jobs in the transaction that
-settles the last ones, and wakes the watcher when a worker finds no work.
+A change rings the dispatcher only when a worker looking now would find a job: the pool's own
+claims and settlements, and jobs scheduled for later, wake nobody. The watcher also rings when
+the next known `run_at` arrives (a retry's backoff ending, a job scheduled for later), so a due
+job is never slept through. While every worker is busy the watcher lies dormant: the
+dispatcher claims the next jobs in the transaction that settles the last ones, and wakes the
+watcher when a worker finds no work.
 
 Measured with `queuectl bench --only pickup` (QUEUECTL_WAKE=poll for the second) on 2 cores:
 inotify, idle pool 0.1-0.2% of a core, pickup p50 0.9 ms / p95 1.4 ms after the enqueue
@@ -47,8 +51,10 @@ _IN_CLOEXEC = 0o2000000
 _EVENT_HEADER = struct.Struct("iIII")
 
 POLL_INTERVAL = 0.002  # seconds between data_version checks in poll mode
-WRITE_POLL = 0.00025  # seconds between data_version checks just after a WAL write
-WRITE_WINDOW = 0.025  # how long after a WAL write to keep checking for the commit
+# A WAL write whose commit was not visible after the write turn passed (a writer that takes
+# no turn) is looked at again after this, doubling up to the last.
+RECHECK_FIRST = 0.001
+RECHECK_LAST = 0.016
 SAFETY_POLL = 0.5  # the slow data_version check that runs in inotify mode anyway
 NEXT_RUN_REFRESH = 0.02  # at most this often the next run_at is re-read while changes stream
 
@@ -198,7 +204,7 @@ class ChangeWatcher(threading.Thread):
 
     def _loop(self, store: Store) -> None:
         token = self._token(store)
-        watch_until = 0.0  # after a WAL write: re-check data_version quickly until then
+        recheck: float | None = None  # a WAL write not yet seen committed: look again after
         last_due_read = 0.0
         while not self._halt.is_set():
             # Dormant while every worker is busy: the dispatcher finds the next jobs in the
@@ -209,7 +215,6 @@ class ChangeWatcher(threading.Thread):
             self._dormant = True
             if self._doorbell.listening:
                 self._dormant = False
-            now = time.monotonic()
             fds = [self._notify_r]
             if self._dormant:
                 wait = SAFETY_POLL
@@ -217,24 +222,35 @@ class ChangeWatcher(threading.Thread):
                 wait = POLL_INTERVAL
             else:
                 fds.append(self._inotify.fd)
-                wait = WRITE_POLL if now < watch_until else SAFETY_POLL
+                wait = SAFETY_POLL if recheck is None else recheck
             if self._next_due is not None:
                 wait = min(wait, max(0.0, (self._next_due - now_ms()) / 1000))
             ready, _, _ = select.select(fds, [], [], wait)
             if self._notify_r in ready:
                 with contextlib.suppress(BlockingIOError):
                     os.read(self._notify_r, 4096)
+            written = False
             if self._inotify is not None:
-                if self._inotify.drain():
-                    watch_until = time.monotonic() + WRITE_WINDOW
+                written = self._inotify.drain()
                 if not self._inotify.watching:
                     self._inotify.rewatch()
+                if written:
+                    # The writer's turn ends with its commit; what the rest of that
+                    # transaction wrote meanwhile is drained with it, not woken for again.
+                    self._wait_for_writers(store)
+                    self._inotify.drain()
             current = self._token(store)
             if current != token:
                 token = current
-                watch_until = 0.0
+                recheck = None
                 self._due_dirty = True
-                self._doorbell.ring()
+                if self._work_is_due(store):
+                    self._doorbell.ring()
+            elif written or recheck is not None:
+                # Written but not visible: a writer that takes no turn is still at it.
+                recheck = RECHECK_FIRST if recheck is None else recheck * 2
+                if recheck > RECHECK_LAST:
+                    recheck = None  # the safety poll takes over
             if self._next_due is not None and now_ms() >= self._next_due:
                 self._next_due = None
                 self._due_dirty = True
@@ -253,6 +269,21 @@ class ChangeWatcher(threading.Thread):
                 except StoreError as error:
                     self._due_dirty = True
                     events.event("wake watcher retrying", level=30, error=str(error))
+
+    @staticmethod
+    def _wait_for_writers(store: Store) -> None:
+        try:
+            store.wait_for_writers()
+        except OSError as error:  # the lock file went away: the recheck covers it
+            events.event("wake watcher retrying", level=30, error=str(error))
+
+    @staticmethod
+    def _work_is_due(store: Store) -> bool:
+        """Whether the change gave an idle worker something to do; when in doubt, yes."""
+        try:
+            return store.has_due_work(now_ms())
+        except StoreError:
+            return True
 
     @staticmethod
     def _token(store: Store) -> int | None:

@@ -243,6 +243,15 @@ class Store(ABC):
         return done.settled[0]
 
     @abstractmethod
+    def has_due_work(self, now: int) -> bool:
+        """Whether a worker looking now would find a job to claim."""
+
+    def wait_for_writers(self) -> None:
+        """Return once no other process is in the middle of a write (in a store whose writers
+        take turns; by default at once), so that a change being written is visible."""
+        return None
+
+    @abstractmethod
     def next_run_at(self, after: int) -> int | None:
         """The earliest `run_at` later than `after` among pending and failed jobs, or None:
         when an idle worker must look again (a retry's backoff ending, a job scheduled later)."""

@@ -76,6 +76,11 @@ SELECT seq FROM jobs INDEXED BY jobs_ready
  ORDER BY priority DESC, run_at, seq LIMIT 1
 """
 
+_DUE_SQL = """
+SELECT 1 FROM jobs INDEXED BY jobs_ready
+ WHERE state IN ('pending', 'failed') AND run_at <= ? LIMIT 1
+"""
+
 # The claim takes that job in the same statement that marks it processing, inside
 # BEGIN IMMEDIATE (see _write).
 _CLAIM_SQL = f"""
@@ -422,7 +427,7 @@ class SQLiteStore(Store):
             if wal.fd is None or os.stat(wal.path).st_ino != os.fstat(wal.fd).st_ino:
                 wal.reopen()
             if wal.fd is not None:
-                os.fsync(wal.fd)
+                os.fdatasync(wal.fd)
         except OSError as error:
             raise StoreError(
                 f"the write to {self.location} was made but may not survive a power loss: "
@@ -857,6 +862,16 @@ class SQLiteStore(Store):
             ),
         )
         return SettleResult(state, run_at)
+
+    def has_due_work(self, now: int) -> bool:
+        return bool(self._read(_DUE_SQL, (now,)))
+
+    def wait_for_writers(self) -> None:
+        if self._on_file:
+            # A writer of this process finishes first and none starts meanwhile: one of them
+            # finding the lock file shared would have to queue for it.
+            with self._write_lock:
+                self._turn.wait_until_passed()
 
     def next_run_at(self, after: int) -> int | None:
         rows = self._read(

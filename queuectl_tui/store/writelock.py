@@ -43,6 +43,7 @@ class WriteTurn:
         self._unusable = False  # no lock file could be opened: SQLite's lock alone decides
         self._state = _IDLE
         self._changed = threading.Condition(threading.Lock())
+        self._helper: threading.Thread | None = None  # started the first time the turn is busy
 
     def acquire(self, timeout: float) -> bool:
         """Take the write turn, waiting up to `timeout` seconds. False when the wait ran out;
@@ -56,12 +57,15 @@ class WriteTurn:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
                     self._state = _WAITING
-                    threading.Thread(
-                        target=self._wait_in_line,
-                        args=(fd,),
-                        name="queuectl-write-turn",
-                        daemon=True,
-                    ).start()
+                    if self._helper is None:
+                        self._helper = threading.Thread(
+                            target=self._wait_in_line,
+                            args=(fd,),
+                            name="queuectl-write-turn",
+                            daemon=True,
+                        )
+                        self._helper.start()
+                    self._changed.notify_all()
                 else:
                     self._state = _HELD
                     return True
@@ -71,6 +75,18 @@ class WriteTurn:
             self._state = _HELD
             self._changed.notify_all()
             return True
+
+    def wait_until_passed(self) -> None:
+        """Block while another store holds the turn: its transaction is then committed (or
+        rolled back). For a reader that saw the WAL change and must see the commit. Creates no
+        lock file; without one it returns at once."""
+        with self._changed:
+            if self._state != _IDLE:
+                return  # this store holds the turn or waits for it: nobody else writes now
+            fd = self._descriptor(create=False)
+        if fd is not None:
+            fcntl.flock(fd, fcntl.LOCK_SH)  # granted once no writer holds it
+            fcntl.flock(fd, fcntl.LOCK_UN)
 
     def release(self) -> None:
         with self._changed:
@@ -87,27 +103,38 @@ class WriteTurn:
                 self._fd, self._state = None, _IDLE
             # A helper still waiting closes nothing: it passes its turn on when it gets it.
             self._unusable = True
+            self._changed.notify_all()
 
     def _wait_in_line(self, fd: int) -> None:
-        """The helper thread: blocks in the kernel's queue, then offers the turn."""
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        with self._changed:
-            self._state = _READY
-            self._changed.notify_all()
-            self._changed.wait_for(lambda: self._state != _READY, UNCLAIMED_TURN)
-            if self._state == _READY:  # nobody came back for it
-                fcntl.flock(fd, fcntl.LOCK_UN)
-                self._state = _IDLE
-                if self._unusable and self._fd is not None:  # closed meanwhile
-                    os.close(self._fd)
-                    self._fd = None
+        """The helper thread: whenever the store waits, blocks in the kernel's queue for it,
+        then offers the turn. It lives as long as the store (a thread per wait cost more than
+        the wait under a busy producer)."""
+        while True:
+            with self._changed:
+                self._changed.wait_for(lambda: self._state == _WAITING or self._unusable)
+                if self._state != _WAITING:  # closed
+                    return
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            with self._changed:
+                self._state = _READY
+                self._changed.notify_all()
+                self._changed.wait_for(lambda: self._state != _READY, UNCLAIMED_TURN)
+                if self._state == _READY:  # nobody came back for it
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                    self._state = _IDLE
+                    if self._unusable and self._fd is not None:  # closed meanwhile
+                        os.close(self._fd)
+                        self._fd = None
+                        return
 
-    def _descriptor(self) -> int | None:
+    def _descriptor(self, create: bool = True) -> int | None:
         """The lock file, created like the database (with its file mode, never through a
         symlink) on the first write. A user who may not create or open it (a read-only
         folder, another user's queue) writes under SQLite's lock alone."""
         if self._fd is not None or self._unusable:
             return self._fd
+        if not create and not os.path.lexists(self.path):
+            return None  # nobody has written yet; a reader does not create it
         try:
             create_exclusive(self.path, self._file_mode)
             flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
