@@ -2,46 +2,25 @@
 
     python scripts/measure_stats.py /tmp/history.db [--jobs 1000000]
 
-The history is written with SQL directly (running a million jobs through a pool would take
-many minutes): every job completed once, finished over the last hour. Prints the median and
-range of seven calls of the store's stats() and of the console's per-minute rates."""
+The history is written with SQL directly (see queuectl_tui/bench/history.py). Prints the
+median and range of seven calls of the store's stats() and of the console's per-minute
+rates."""
 
 from __future__ import annotations
 
 import argparse
-import sqlite3
 import statistics
 import time
 from pathlib import Path
 
-from queuectl_tui.models import JobSpec
+from queuectl_tui.bench.history import complete_all, enqueue_jobs
 from queuectl_tui.store import open_store
 from queuectl_tui.timeutil import now_ms
 
-BATCH = 100_000
-
 
 def build(path: Path, jobs: int) -> None:
-    with open_store(path) as store:
-        for start in range(0, jobs, BATCH):
-            count = min(BATCH, jobs - start)
-            store.enqueue_many(
-                [JobSpec(f"j{n}", "true", 0, None, 0) for n in range(start, start + count)],
-                0,
-                now_ms(),
-            )
-    begin = now_ms() - 3_600_000
-    spacing = 3_600_000 // max(jobs, 1)
-    with sqlite3.connect(path) as conn:
-        conn.execute(
-            """INSERT INTO attempts (job_seq, number, worker_id, scheduled_at, started_at,
-                                     finished_at, exit_code, outcome, output)
-               SELECT seq, 1, 'w', ?1 + seq * ?2, ?1 + seq * ?2 + 1, ?1 + seq * ?2 + 2, 0,
-                      'completed', ''
-                 FROM jobs""",
-            (begin, spacing),
-        )
-        conn.execute("UPDATE jobs SET state = 'completed', runs = 1, attempts = 1")
+    enqueue_jobs(path, jobs)
+    complete_all(path)
 
 
 def timed(call: object, repeat: int = 7) -> str:
