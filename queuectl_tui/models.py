@@ -284,6 +284,24 @@ def parse_job_spec(obj: Any) -> JobSpec:
 
     Raises JobSpecError naming the offending field; never returns a partially valid spec.
     Only the fields present are examined, which keeps bulk validation cheap."""
+    if obj.__class__ is dict and len(obj) <= 2:
+        # The common bulk line, {"id": ..., "command": ...}, checked in one expression; any
+        # doubt goes the long way, which words the error.
+        command = obj.get("command")
+        raw_id = obj.get("id")
+        if (
+            command.__class__ is str
+            and raw_id.__class__ is str
+            and len(obj) == 2
+            and command.isascii()
+            and raw_id.isascii()
+            and 0 < len(raw_id) <= MAX_ID_LENGTH
+            and raw_id.isprintable()
+            and not command.isspace()
+            and command
+            and "\x00" not in command
+        ):
+            return JobSpec(raw_id, command)
     if not isinstance(obj, dict):
         raise JobSpecError("a job must be a JSON object")
     if not obj.keys() <= _JOB_FIELD_SET:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -397,3 +399,24 @@ def test_other_tables_fit_the_width_and_keep_ids_whole(
     workers = _folded_rows(outputs[("workers",)].stdout)
     assert [row[:2] for row in workers] == [["backup-host-4242-w1", "stopped"]]
     assert "job-1" in outputs[("show", "job-1")].stdout
+
+
+def test_commands_that_draw_nothing_start_without_loading_rich(tmp_path: Path) -> None:
+    """enqueue and the pool are the commands scripts run most; rich costs them tens of ms."""
+    script = (
+        "import sys\n"
+        "from queuectl_tui.cli.app import app\n"
+        "try:\n"
+        "    app(['--db', sys.argv[1], 'enqueue', '{\"command\": \"true\"}'])\n"
+        "except SystemExit as done:\n"
+        "    assert not done.code, done.code\n"
+        "print(sorted(name for name in sys.modules if name.split('.')[0] == 'rich'))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "q.db")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "[]"

@@ -114,3 +114,38 @@ def test_an_unknown_field_is_named_on_one_line() -> None:
         parse_job_spec({"command": "x", "a\nb\x1b": 1})
     assert "\n" not in str(caught.value) and "\x1b" not in str(caught.value)
     assert "unknown field 'a\\nb\\x1b'" in str(caught.value)
+
+
+class _Mapping(dict):
+    """Not a plain dict: parse_job_spec takes the long way for it."""
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {"id": "a", "command": "true"},
+        {"id": "é", "command": "true"},
+        {"id": "a", "command": "echo é"},
+        {"id": "a\tb", "command": "true"},
+        {"id": "", "command": "true"},
+        {"id": "x" * 300, "command": "true"},
+        {"id": "a", "command": ""},
+        {"id": "a", "command": " \n"},
+        {"id": "a", "command": "a\x00b"},
+        {"id": "a", "command": "\ud800"},
+        {"id": 7, "command": "true"},
+        {"id": "a", "command": 7},
+        {"id": None, "command": "true"},
+        {"idx": "a", "command": "true"},
+        {"command": "true", "priority": 1},
+    ],
+)
+def test_the_quick_path_for_plain_lines_agrees_with_the_full_validation(obj: dict) -> None:
+    def outcome(value: object) -> object:
+        try:
+            spec = parse_job_spec(value)
+        except JobSpecError as error:
+            return ("error", str(error))
+        return spec if value.get("id") is not None else ("generated id", spec[1:])
+
+    assert outcome(obj) == outcome(_Mapping(obj))

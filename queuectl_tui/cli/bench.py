@@ -7,12 +7,14 @@ import platform
 import shutil
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.table import Table
 
-from . import render
 from .context import guarded, print_json
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 SCENARIOS = ("bulk", "slow", "trivial", "mixed", "pickup", "scale", "cli")
 
@@ -44,6 +46,7 @@ def bench(
     Example: queuectl bench --quick
     """
     from ..bench import scenarios
+    from . import render
 
     sizes = {
         "bulk": bulk or (2_000 if quick else 100_000),
@@ -116,6 +119,8 @@ def _figure(value: float | None) -> str:
 
 
 def _table(results: list, machine: str) -> Table:
+    from rich.table import Table
+
     table = Table(title="queuectl bench", caption=machine, header_style="bold")
     for column in ("MEASURE", "QUEUECTL", "UNIT", "BARE POOL", "RATIO", "TARGET"):
         table.add_column(

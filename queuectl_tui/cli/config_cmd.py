@@ -5,10 +5,8 @@ from __future__ import annotations
 import os
 
 import typer
-from rich.table import Table
 
 from ..config import SETTINGS, Settings, resolve_config_path, setting_spec, write_setting
-from . import render
 from .context import guarded, print_json, state
 
 app = typer.Typer(
@@ -39,6 +37,10 @@ def list_settings(
     if as_json:
         print_json({spec.cli_name: values[spec.key] for spec in SETTINGS})
         return
+    from rich.table import Table  # rich only for the commands that draw
+
+    from . import render
+
     table = Table(header_style="bold", caption=f"config file: {settings.config_file or '(none)'}")
     for column in ("SETTING", "VALUE", "DEFAULT", "MEANING"):
         table.add_column(column, no_wrap=column != "MEANING")

@@ -6,7 +6,9 @@ import typer
 
 from .. import service
 from ..display import is_utf8
-from . import render
+
+# `render` (and rich with it) is imported by the commands that draw: enqueue and the
+# pool start without it.
 from .context import EXIT_FAILURE, EXIT_USAGE, fail, guarded, open_store, print_json
 from .jobs import row_limit
 
@@ -33,6 +35,8 @@ def list_dead(
     if as_json:
         print_json([job.to_dict() for job in jobs])
         return
+    from . import render
+
     out = render.console()
     if not jobs:
         out.print("The dead letter queue is empty.")

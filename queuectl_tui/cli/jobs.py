@@ -10,7 +10,9 @@ import typer
 from .. import service
 from ..display import is_utf8
 from ..models import STATES, JobState
-from . import render
+
+# `render` (and rich with it) is imported by the commands that draw: enqueue and the
+# pool start without it.
 from .context import EXIT_USAGE, fail, guarded, open_store, print_json, state
 
 
@@ -137,6 +139,8 @@ def list_jobs(
     if as_json:
         print_json([job.to_dict() for job in jobs])
         return
+    from . import render
+
     out = render.console()
     if not jobs:
         out.print("No jobs" + (f" in state {job_state.value}." if job_state else "."))
@@ -163,6 +167,8 @@ def show(
     if as_json:
         print_json(job.to_dict() | {"attempt_history": [a.to_dict() for a in attempts]})
         return
+    from . import render
+
     render.job_detail(job, attempts, render.console())
 
 
@@ -180,6 +186,8 @@ def status(
     if as_json:
         print_json(counts.to_dict())
         return
+    from . import render
+
     render.console().print(render.counts_table(counts))
 
 
@@ -197,6 +205,8 @@ def stats(
     if as_json:
         print_json(result.to_dict())
         return
+    from . import render
+
     out = render.console()
     for table in render.stats_tables(result):
         out.print(table)

@@ -11,7 +11,9 @@ from .. import service
 from ..models import Worker
 from ..store import Store
 from ..timeutil import now_ms
-from . import render
+
+# `render` (and rich with it) is imported by the commands that draw: enqueue and the
+# pool start without it.
 from .context import EXIT_USAGE, fail, guarded, open_store, print_json, state
 
 worker_app = typer.Typer(
@@ -139,6 +141,8 @@ def workers(
             ]
         )
         return
+    from . import render
+
     out = render.console()
     if not rows:
         out.print("No workers." + ("" if active else " Start some with: queuectl worker start"))
