@@ -24,9 +24,11 @@ def test_quick_bench_prints_every_measure_as_json(run_cli: RunCli) -> None:
         "mixed, flat out: enqueue rate",
         "pickup latency p50",
         "pickup latency p95",
+        "pool CPU per trickled job",
         "idle pool CPU",
         "status counts",
         "one page of 50 jobs",
+        "stats, ",
         "queuectl status, cold process",
     ):
         assert any(name.startswith(expected) for name in names), expected

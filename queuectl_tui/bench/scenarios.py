@@ -156,8 +156,8 @@ def throughput(
 def pickup(
     folder: Path, jobs: int, rate: float, workers: int, idle_seconds: float
 ) -> list[Measure]:
-    """Enqueue-to-claim latency for jobs arriving one by one from another process into an idle
-    pool, and the CPU the idle pool uses."""
+    """Latency from the enqueue call to the claim for jobs arriving one by one from another
+    process into an idle pool, and the CPU the idle pool uses."""
     database = folder / "pickup.db"
     open_store(database).close()
     pool = PoolProcess(database, workers, folder / "pickup.log")
@@ -166,27 +166,27 @@ def pickup(
         cpu_before, wall_before = cpu_seconds(pool.pid), time.monotonic()
         time.sleep(idle_seconds)
         idle_cpu = (cpu_seconds(pool.pid) - cpu_before) / (time.monotonic() - wall_before) * 100
-        returned: dict[str, float] = {}
+        called: dict[str, float] = {}
         interval = 1.0 / rate
         cpu_before = cpu_seconds(pool.pid)
         for number in range(jobs):
             job_id = f"pickup-{number}"
+            # From the call, not its return: the pool may claim the job while the enqueue
+            # still waits for the disk (the WAL is synced after the write turn is passed on).
+            called[job_id] = time.time()
             store.enqueue(JobSpec(job_id, "true"), 0, now_ms())
-            returned[job_id] = time.time()
             time.sleep(interval)
         wait_for_completion(store, jobs, timeout=60)
         # Everything the pool spent while jobs trickled in, idle time between them included.
         trickle_cpu_ms = (cpu_seconds(pool.pid) - cpu_before) / jobs * 1000
     claimed = pool.claim_times()
-    latencies = sorted(
-        max(0.0, (claimed[j] - t) * 1000) for j, t in returned.items() if j in claimed
-    )
+    latencies = sorted(max(0.0, (claimed[j] - t) * 1000) for j, t in called.items() if j in claimed)
     if not latencies:
         raise RuntimeError("the pool logged no claims")
     p95 = latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))]
     return [
         Measure(
-            "pickup latency p50",
+            "pickup latency p50 (enqueue call to claim)",
             statistics.median(latencies),
             "ms",
             target="<= 2 ms",
