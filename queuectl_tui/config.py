@@ -18,7 +18,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from .errors import ConfigurationError
 from .files import DEFAULT_FILE_MODE, create_exclusive
+from .lifecycle import RetryPolicy
+from .location import normalise, scheme
 
 DEFAULT_CONFIG_FILE = "config.json"
 ENV_DB = "QUEUECTL_DB"
@@ -26,7 +29,7 @@ ENV_CONFIG = "QUEUECTL_CONFIG"
 HUNG_POOL_FACTOR = 4  # the default hung-pool-timeout, in stale-worker-timeouts
 
 
-class ConfigError(ValueError):
+class ConfigError(ConfigurationError):
     """A setting or config file that cannot be used; the message says which and why."""
 
 
@@ -159,6 +162,10 @@ class Settings:
         return {spec.key: getattr(self, spec.key) for spec in SETTINGS}
 
     @property
+    def retry_policy(self) -> RetryPolicy:
+        return RetryPolicy(self.backoff_base, self.max_backoff)
+
+    @property
     def file_permissions(self) -> int:
         """file_mode as permission bits: 600 is 0o600."""
         return int(str(self.file_mode), 8)
@@ -266,12 +273,15 @@ def load_settings(
         values = read_config_file(path)
         config_file = str(path)
         database = values.get("database_path")
-        if database is not None and not Path(database).expanduser().is_absolute():
-            values["database_path"] = str(path.parent / Path(database).expanduser())
+        if database is not None:
+            database = normalise(database)
+            if scheme(database) is None and not Path(database).is_absolute():
+                database = str(path.parent / database)  # relative to the config file
+            values["database_path"] = database
     settings = replace(Settings(), config_file=config_file, **values)
     override = db_path or env.get(ENV_DB)
     if override:
-        settings = replace(settings, database_path=str(Path(override).expanduser()))
+        settings = replace(settings, database_path=normalise(override))
     _check_intervals(settings)
     return settings
 

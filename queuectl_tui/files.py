@@ -9,10 +9,12 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
+from .errors import Unavailable
+
 DEFAULT_FILE_MODE = 0o600  # only the owner: job output may hold secrets
 
 
-class UnsafeFileError(OSError):
+class UnsafeFileError(Unavailable, OSError):
     """A file queuectl was to create or append to could not be opened safely."""
 
 

@@ -12,6 +12,7 @@ from enum import Enum
 from typing import Any, NamedTuple
 
 from .display import is_utf8, printable
+from .errors import InvalidInput
 from .timeutil import parse_iso, to_iso
 
 
@@ -206,12 +207,8 @@ class JobSpec(NamedTuple):
     idempotency_key: str | None = None
 
 
-class JobSpecError(ValueError):
+class JobSpecError(InvalidInput):
     """Enqueue input that cannot be accepted; the message names the field."""
-
-    def __init__(self, message: str, field: str | None = None) -> None:
-        super().__init__(message)
-        self.field = field
 
 
 JOB_FIELDS = ("id", "command", "priority", "run_at", "max_retries", "timeout", "idempotency_key")

@@ -9,7 +9,17 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from .config import Settings
-from .models import Job, JobSpec, JobSpecError, JobState, Worker, parse_job_spec
+from .errors import InvalidInput, NotFound
+from .models import (
+    Attempt,
+    Job,
+    JobSpec,
+    JobSpecError,
+    JobState,
+    QueueCounts,
+    Worker,
+    parse_job_spec,
+)
 from .store import (
     BulkEnqueueResult,
     EnqueueResult,
@@ -21,11 +31,11 @@ from .store import (
 from .timeutil import now_ms
 
 
-class InputError(ValueError):
+class InputError(InvalidInput):
     """Enqueue input that was refused; nothing was written."""
 
 
-class NotFoundError(LookupError):
+class NotFoundError(NotFound):
     """A job id that the queue does not know."""
 
 
@@ -62,7 +72,7 @@ def parse_job_json(text: str) -> JobSpec:
     try:
         return parse_job_spec(obj)
     except JobSpecError as error:
-        raise InputError(str(error)) from None
+        raise InputError(str(error), error.field) from None
 
 
 # Jobs validated per step of a bulk enqueue; the store inserts one step while the next is
@@ -144,7 +154,7 @@ def _validate(number: int, obj: object) -> JobSpec:
     try:
         return parse_job_spec(obj)
     except JobSpecError as error:
-        raise InputError(f"line {number}: {error}") from None
+        raise InputError(f"line {number}: {error}", error.field) from None
 
 
 def enqueue(store: Store, settings: Settings, spec: JobSpec) -> EnqueueResult:
@@ -160,11 +170,45 @@ def enqueue_lines(store: Store, settings: Settings, lines: Iterable[str]) -> Bul
     return store.enqueue_batches(batches, settings.max_retries, now_ms())
 
 
+def enqueue_specs(store: Store, settings: Settings, specs: Sequence[JobSpec]) -> BulkEnqueueResult:
+    """Store validated jobs in one transaction: all or nothing."""
+    return store.enqueue_batches([specs], settings.max_retries, now_ms())
+
+
 def get_job(store: Store, job_id: str) -> Job:
     job = store.get(job_id)
     if job is None:
         raise NotFoundError(f"no job with id '{job_id}'")
     return job
+
+
+def job_history(store: Store, job_id: str) -> tuple[Job, list[Attempt]]:
+    """One job and its attempts, oldest first."""
+    return get_job(store, job_id), store.attempts(job_id)
+
+
+@dataclass(frozen=True, slots=True)
+class JobPage:
+    jobs: list[Job]
+    total: int  # jobs in the state asked for (all states: every job)
+
+
+def list_jobs(
+    store: Store,
+    state: JobState | None = None,
+    limit: int = 50,
+    after_seq: int | None = None,
+    newest_first: bool = False,
+) -> JobPage:
+    """One keyset page of jobs (in creation order, or newest first) and how many there are."""
+    jobs = store.list_jobs(state, limit=limit, after_seq=after_seq, newest_first=newest_first)
+    counts = store.counts()
+    return JobPage(jobs, counts.get(state, 0) if state else sum(counts.values()))
+
+
+def queue_status(store: Store) -> QueueCounts:
+    """Jobs per state and the number of active workers, in constant time."""
+    return store.queue_counts()
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,17 +249,22 @@ def request_stop(store: Store) -> list[Worker]:
 
 __all__ = [
     "InputError",
+    "JobPage",
     "NotFoundError",
     "RetryOutcome",
     "StoreError",
     "dead_jobs",
     "enqueue",
     "enqueue_lines",
+    "enqueue_specs",
     "get_job",
+    "job_history",
+    "list_jobs",
     "open_queue",
     "parse_job_batches",
     "parse_job_json",
     "queue_stats",
+    "queue_status",
     "request_stop",
     "retry_dead",
 ]

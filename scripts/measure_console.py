@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 
 from queuectl_tui.config import Settings
+from queuectl_tui.lifecycle import RetryPolicy
 from queuectl_tui.models import JobSpec, JobState, Outcome, Worker, WorkerStatus
 from queuectl_tui.store import Settlement, SQLiteStore
 from queuectl_tui.timeutil import now_ms
@@ -59,7 +60,10 @@ def seed(store: SQLiteStore, jobs: int) -> None:
         ok = number % 10 != 0
         outcome = Outcome.COMPLETED if ok else Outcome.FAILED
         error = None if ok else "exit code 1"
-        store.settle(Settlement(job, outcome, 0 if ok else 1, "out\n", error, finished_at), 2, 3600)
+        store.settle(
+            Settlement(job, outcome, 0 if ok else 1, "out\n", error, finished_at),
+            RetryPolicy(2, 3600),
+        )
         finished_at += 28
     print(f"seeded {jobs:,} jobs in {time.perf_counter() - started:.1f} s")
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from queuectl_tui.lifecycle import RetryPolicy
 from queuectl_tui.models import JobState, Outcome, Worker, WorkerStatus
 from queuectl_tui.store import DuplicateJobError, Settlement, SQLiteStore, StoreError
 from queuectl_tui.store.sqlite import NEXT_READY_SQL
@@ -14,8 +15,7 @@ from queuectl_tui.store.sqlite import NEXT_READY_SQL
 from helpers import spec
 
 NOW = 1_800_000_000_000
-BASE = 2.0
-CAP = 3600.0
+POLICY = RetryPolicy(2.0, 3600.0)
 
 
 def claim(store: SQLiteStore, worker: str = "w1", now: int = NOW):
@@ -28,15 +28,14 @@ def claim(store: SQLiteStore, worker: str = "w1", now: int = NOW):
 def settle(store, job, outcome=Outcome.COMPLETED, now=NOW + 1000, exit_code=0, **kw):
     return store.settle(
         Settlement(job, outcome, exit_code, kw.get("output", "out"), kw.get("error"), now),
-        BASE,
-        CAP,
+        POLICY,
     )
 
 
 def settle_and_claim(store, job, now=NOW + 1000):
     """Record a completed run and claim the same worker's next job, in one exchange."""
     settlement = Settlement(job, Outcome.COMPLETED, 0, "out", None, now)
-    exchange = store.exchange([settlement], [job.worker_id], 1, now, BASE, CAP)
+    exchange = store.exchange([settlement], [job.worker_id], 1, now, POLICY)
     return exchange.settled[0], exchange.claimed.get(job.worker_id)
 
 
@@ -187,7 +186,9 @@ def test_backoff_is_capped(store: SQLiteStore) -> None:
     now = NOW
     for _ in range(20):
         job = claim(store, now=now)
-        result = store.settle(Settlement(job, Outcome.FAILED, 1, "", None, now), 10.0, 60.0)
+        result = store.settle(
+            Settlement(job, Outcome.FAILED, 1, "", None, now), RetryPolicy(10.0, 60.0)
+        )
         assert result.run_at - now <= 60_000
         now = result.run_at
 
@@ -214,7 +215,7 @@ def test_late_result_after_recovery_changes_nothing(store: SQLiteStore) -> None:
     register(store, "w1")
     store.enqueue(spec(id="a"), 3, NOW)
     job = claim(store)
-    recovered = store.recover_orphans(["w1"], BASE, CAP, NOW + 100)
+    recovered = store.recover_orphans(["w1"], POLICY, NOW + 100)
     assert [j.id for j in recovered] == ["a"]
     assert recovered[0].state is JobState.FAILED
     assert settle(store, job).state is None
@@ -227,7 +228,7 @@ def test_recovery_counts_the_lost_attempt_and_ends_in_dead(store: SQLiteStore) -
     for expected in (JobState.FAILED, JobState.DEAD):
         register(store, "w1", now=now)
         claim(store, now=now)
-        [job] = store.recover_orphans(["w1"], BASE, CAP, now + 1)
+        [job] = store.recover_orphans(["w1"], POLICY, now + 1)
         assert job.state is expected
         now = job.run_at
     lost = store.attempts("a")
@@ -242,7 +243,7 @@ def test_recovery_leaves_jobs_of_live_workers_alone(store: SQLiteStore) -> None:
     store.enqueue(spec(id="b"), 3, NOW)
     claim(store, "alive")
     claim(store, "dead")
-    recovered = store.recover_orphans(["dead"], BASE, CAP, NOW + 1)
+    recovered = store.recover_orphans(["dead"], POLICY, NOW + 1)
     assert [j.id for j in recovered] == ["b"]
     assert store.get("a").state is JobState.PROCESSING
 
@@ -251,7 +252,7 @@ def test_orphans_of_unknown_workers_are_recovered(store: SQLiteStore) -> None:
     store.enqueue(spec(id="a"), 3, NOW)
     claim(store, "vanished")
     store._conn.execute("DELETE FROM workers WHERE id = 'vanished'")
-    assert [j.id for j in store.recover_orphans([], BASE, CAP, NOW + 1)] == ["a"]
+    assert [j.id for j in store.recover_orphans([], POLICY, NOW + 1)] == ["a"]
 
 
 def test_a_worker_declared_lost_claims_nothing(store: SQLiteStore) -> None:
@@ -259,7 +260,7 @@ def test_a_worker_declared_lost_claims_nothing(store: SQLiteStore) -> None:
     store.enqueue(spec(id="a"), 3, NOW)
     store.enqueue(spec(id="b"), 3, NOW)
     first = store.claim("w1", 1, NOW)
-    store.recover_orphans(["w1"], BASE, CAP, NOW + 1)  # another pool thinks it died
+    store.recover_orphans(["w1"], POLICY, NOW + 1)  # another pool thinks it died
     assert store.claim("w1", 1, NOW + 2) is None
     late, next_job = settle_and_claim(store, first)
     assert late.state is None and next_job is None

@@ -6,10 +6,13 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from queuectl_tui.lifecycle import RetryPolicy
 from queuectl_tui.models import Job, JobState, Outcome, Worker, WorkerStatus
 from queuectl_tui.store import Settlement, SQLiteStore
 
 from helpers import spec
+
+POLICY = RetryPolicy(2.0, 60.0)
 
 # What a pool records; UNKNOWN is only ever read.
 RECORDED_OUTCOMES = [outcome for outcome in Outcome if outcome is not Outcome.UNKNOWN]
@@ -67,8 +70,7 @@ class QueueMachine(RuleBasedStateMachine):
             [job.worker_id or ""] if next_job else [],
             1,
             self.now,
-            2.0,
-            60.0,
+            POLICY,
         )
         result = exchange.settled[0]
         for claimed in exchange.claimed.values():
@@ -84,7 +86,7 @@ class QueueMachine(RuleBasedStateMachine):
 
     @rule(worker=st.sampled_from(WORKERS))
     def worker_dies(self, worker: str) -> None:
-        recovered = self.store.recover_orphans([worker], 2.0, 60.0, self.now)
+        recovered = self.store.recover_orphans([worker], POLICY, self.now)
         for job in recovered:
             assert job.state in (JobState.FAILED, JobState.DEAD)
         for job_id in [j for j, held in self.held.items() if held.worker_id == worker]:
@@ -96,7 +98,7 @@ class QueueMachine(RuleBasedStateMachine):
     def late_result_is_fenced_out(self, outcome: Outcome) -> None:
         job = self.stale.pop()
         before = self.store.get(job.id)
-        result = self.store.settle(Settlement(job, outcome, 0, "", None, self.now), 2.0, 60.0)
+        result = self.store.settle(Settlement(job, outcome, 0, "", None, self.now), POLICY)
         assert result.state is None
         assert self.store.get(job.id) == before
 

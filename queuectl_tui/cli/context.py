@@ -11,11 +11,19 @@ from typing import Any, NoReturn, ParamSpec, TypeVar
 
 import typer
 
-from ..config import ConfigError, Settings, load_settings
+from ..config import Settings, load_settings
 from ..display import printable, safe_json
-from ..files import UnsafeFileError
-from ..service import InputError, NotFoundError, open_queue
-from ..store import Store, StoreCorrupt, StoreError
+from ..errors import (
+    ConfigurationError,
+    Conflict,
+    Damaged,
+    InvalidInput,
+    NotFound,
+    QueueError,
+    Unavailable,
+)
+from ..service import open_queue
+from ..store import Store
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -51,6 +59,24 @@ def fail(message: str, code: int = EXIT_FAILURE) -> NoReturn:
     raise typer.Exit(code)
 
 
+# Each family of QueueError and its exit code; the most specific class listed wins.
+EXIT_CODES: dict[type[QueueError], int] = {
+    InvalidInput: EXIT_USAGE,
+    ConfigurationError: EXIT_USAGE,
+    NotFound: EXIT_FAILURE,
+    Conflict: EXIT_FAILURE,
+    Unavailable: EXIT_FAILURE,
+    Damaged: EXIT_FAILURE,
+}
+
+
+def exit_code(error: QueueError) -> int:
+    for kind in type(error).__mro__:
+        if kind in EXIT_CODES:
+            return EXIT_CODES[kind]
+    return EXIT_FAILURE
+
+
 def guarded(func: Callable[P, R]) -> Callable[P, R]:
     """Turn the errors a user can cause into one line on stderr and an exit code."""
 
@@ -58,12 +84,8 @@ def guarded(func: Callable[P, R]) -> Callable[P, R]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return func(*args, **kwargs)
-        except (InputError, ConfigError) as error:
-            fail(str(error), EXIT_USAGE)
-        except (NotFoundError, StoreError) as error:  # a duplicate id is a StoreError too
-            fail(str(error), EXIT_FAILURE)
-        except (StoreCorrupt, UnsafeFileError) as error:
-            fail(str(error), EXIT_FAILURE)
+        except QueueError as error:
+            fail(str(error), exit_code(error))
         except KeyboardInterrupt:
             sys.stderr.write("Interrupted.\n")
             raise typer.Exit(130) from None

@@ -134,8 +134,8 @@ def list_jobs(
     """
     job_state = _parse_state(state_name)
     with open_store(ctx) as store:
-        jobs = store.list_jobs(job_state, limit=row_limit(limit), newest_first=newest)
-        total = store.counts()[job_state] if job_state else sum(store.counts().values())
+        page = service.list_jobs(store, job_state, limit=row_limit(limit), newest_first=newest)
+    jobs, total = page.jobs, page.total
     if as_json:
         print_json([job.to_dict() for job in jobs])
         return
@@ -162,8 +162,7 @@ def show(
     """
     _require_utf8_id(job_id)
     with open_store(ctx) as store:
-        job = service.get_job(store, job_id)
-        attempts = store.attempts(job_id)
+        job, attempts = service.job_history(store, job_id)
     if as_json:
         print_json(job.to_dict() | {"attempt_history": [a.to_dict() for a in attempts]})
         return
@@ -182,7 +181,7 @@ def status(
     Example: queuectl status --json
     """
     with open_store(ctx) as store:
-        counts = store.queue_counts()
+        counts = service.queue_status(store)
     if as_json:
         print_json(counts.to_dict())
         return

@@ -229,8 +229,7 @@ class Dispatcher(threading.Thread):
             [slot.worker_id for slot in claimants],
             self.ctx.pid,
             now_ms(),
-            settings.backoff_base,
-            settings.max_backoff,
+            settings.retry_policy,
         )
         recorded, self._unrecorded = self._unrecorded, []
         for (slot, settlement), result in zip(recorded, exchange.settled, strict=True):

@@ -493,9 +493,7 @@ class Pool:
     def _recover(self, store: Store, dead: list[str]) -> None:
         settings = self.settings
         try:
-            jobs = store.recover_orphans(
-                dead, settings.backoff_base, settings.max_backoff, now_ms()
-            )
+            jobs = store.recover_orphans(dead, settings.retry_policy, now_ms())
         except StoreError as error:
             events.event("recovery failed, will retry", level=logging.WARNING, error=str(error))
             return

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..errors import ConfigurationError
 from ..files import DEFAULT_FILE_MODE
+from ..location import normalise, scheme
 from .base import (
     BulkEnqueueResult,
     DuplicateJobError,
@@ -20,11 +22,11 @@ from .base import (
     StoreError,
     StoreWaitingError,
 )
-from .sqlite import SQLiteStore, failure_transition
+from .sqlite import SQLiteStore
 
 
 def open_store(
-    path: str | Path,
+    path: str | Path,  # a path or a URL (see location.py)
     lock_wait: float | None = None,
     file_mode: int = DEFAULT_FILE_MODE,
     create_at_open: bool = True,
@@ -38,10 +40,15 @@ def open_store(
     A write waits for the database's write lock up to 5 s, then retries with backoff for up
     to a minute. With `lock_wait`, it gives up after that many seconds instead (StoreBusyError),
     for a caller that has other work to do meanwhile."""
+    location = normalise(str(path))
+    if scheme(location) is not None:  # a backend other than SQLite
+        raise ConfigurationError(
+            f"this queuectl stores queues in SQLite only; {scheme(location)} is not available"
+        )
     if lock_wait is None:
-        return SQLiteStore(path, file_mode=file_mode, create_at_open=create_at_open)
+        return SQLiteStore(location, file_mode=file_mode, create_at_open=create_at_open)
     return SQLiteStore(
-        path,
+        location,
         busy_timeout=lock_wait,
         lock_retry_seconds=0.0,
         file_mode=file_mode,
@@ -64,6 +71,5 @@ __all__ = [
     "StoreCorrupt",
     "StoreError",
     "StoreWaitingError",
-    "failure_transition",
     "open_store",
 ]

@@ -8,14 +8,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import Conflict, Damaged, Unavailable
+from ..lifecycle import RetryPolicy
 from ..models import Attempt, Job, JobSpec, JobState, Outcome, QueueCounts, Worker, WorkerStatus
 
 
-class StoreError(Exception):
+class StoreError(Unavailable):
     """A storage failure worth one plain sentence to the user."""
 
 
-class DuplicateJobError(StoreError):
+class DuplicateJobError(Conflict):
     def __init__(self, job_id: str) -> None:
         super().__init__(f"a job with id '{job_id}' already exists")
         self.job_id = job_id
@@ -37,7 +39,7 @@ class ForeignDatabaseError(StoreError):
         super().__init__(f"{location} is not a queuectl database ({reason}); it was left untouched")
 
 
-class StoreCorrupt(Exception):
+class StoreCorrupt(Damaged):
     """SQLite found the database file damaged (or it is not a database at all). Not a
     StoreError on purpose: retrying cannot help, so nothing that retries store calls catches
     it; a pool that meets it stops."""
@@ -216,30 +218,21 @@ class Store(ABC):
         claimants: Sequence[str],
         pid: int,
         now: int,
-        backoff_base: float,
-        max_backoff: float,
+        policy: RetryPolicy,
     ) -> Exchange:
         """One transaction: record each run's result (fenced by owner and run), then take the
         best eligible job for each worker in `claimants`, in order, while jobs are eligible.
-        A worker that is no longer active (declared lost) is given nothing."""
+        A worker that is no longer active (declared lost) is given nothing. Where each job
+        goes is the lifecycle's rule (see lifecycle.py)."""
 
     def claim(self, worker_id: str, pid: int, now: int) -> Job | None:
         """Atomically take the best eligible job for this worker, or None."""
-        return self.exchange([], [worker_id], pid, now, 0.0, 0.0).claimed.get(worker_id)
+        return self.exchange([], [worker_id], pid, now, RetryPolicy()).claimed.get(worker_id)
 
-    def settle(
-        self, settlement: Settlement, backoff_base: float, max_backoff: float
-    ) -> SettleResult:
+    def settle(self, settlement: Settlement, policy: RetryPolicy) -> SettleResult:
         """Record one run's result, fenced by owner and run."""
         job = settlement.job
-        done = self.exchange(
-            [settlement],
-            [],
-            job.worker_pid or 0,
-            settlement.finished_at,
-            backoff_base,
-            max_backoff,
-        )
+        done = self.exchange([settlement], [], job.worker_pid or 0, settlement.finished_at, policy)
         return done.settled[0]
 
     @abstractmethod
@@ -258,7 +251,7 @@ class Store(ABC):
 
     @abstractmethod
     def recover_orphans(
-        self, dead_worker_ids: Sequence[str], backoff_base: float, max_backoff: float, now: int
+        self, dead_worker_ids: Sequence[str], policy: RetryPolicy, now: int
     ) -> list[Job]:
         """Mark the given workers lost, and send every processing job whose owner is not an
         active worker through the failure path with outcome `lost`. Returns those jobs as

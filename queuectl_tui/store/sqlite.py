@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..files import DEFAULT_FILE_MODE, create_exclusive
+from ..lifecycle import RetryPolicy, after_attempt
 from ..models import (
     ACTIVE_WORKER_STATUSES,
     STATES,
@@ -204,20 +205,6 @@ def _chunks(items: Sequence[T], size: int = _CHUNK) -> Iterator[Sequence[T]]:
 
 def _placeholders(count: int) -> str:
     return ",".join("?" * count)
-
-
-def failure_transition(
-    attempts: int, max_retries: int, now: int, backoff_base: float, max_backoff: float
-) -> tuple[JobState, int]:
-    """Where a job goes after its `attempts`-th attempt in the budget failed: `failed` with the
-    next run `backoff_base ** attempts` seconds later while retries are left, else `dead`."""
-    if attempts <= max_retries:
-        try:
-            delay = float(backoff_base) ** attempts
-        except OverflowError:
-            delay = max_backoff
-        return JobState.FAILED, now + int(min(delay, max_backoff) * 1000)
-    return JobState.DEAD, now
 
 
 class _WalFile:
@@ -728,8 +715,7 @@ class SQLiteStore(Store):
         claimants: Sequence[str],
         pid: int,
         now: int,
-        backoff_base: float,
-        max_backoff: float,
+        policy: RetryPolicy,
     ) -> Exchange:
         # The hot path of a busy pool: every run that ended since the last call is recorded
         # and every free worker gets its next job, in one transaction (one WAL commit).
@@ -737,7 +723,7 @@ class SQLiteStore(Store):
             settled: list[SettleResult] = []
             touched: dict[str, _WorkerTouch] = {}
             for settlement in settlements:
-                result = self._settle_one(conn, settlement, backoff_base, max_backoff)
+                result = self._settle_one(conn, settlement, policy)
                 settled.append(result)
                 if result.state is not None:
                     touch = touched.setdefault(settlement.job.worker_id or "", _WorkerTouch())
@@ -796,7 +782,7 @@ class SQLiteStore(Store):
 
     @staticmethod
     def _settle_one(
-        conn: sqlite3.Connection, settlement: Settlement, backoff_base: float, max_backoff: float
+        conn: sqlite3.Connection, settlement: Settlement, policy: RetryPolicy
     ) -> SettleResult:
         job = settlement.job
         now = settlement.finished_at
@@ -813,6 +799,8 @@ class SQLiteStore(Store):
             ).fetchone()
             if row is None:
                 return SettleResult(None, None)
+            # Completed changes nothing but the state (see lifecycle.after_attempt), so it is
+            # written without reading the row first: the hot path of a busy pool.
             state, scheduled_at = JobState.COMPLETED, row[0]
             run_at = scheduled_at
         else:
@@ -824,12 +812,15 @@ class SQLiteStore(Store):
             if row is None:
                 return SettleResult(None, None)
             scheduled_at, attempts, max_retries = row
-            if outcome is Outcome.CANCELLED:
-                state, run_at, attempts = JobState.PENDING, scheduled_at, attempts - 1
-            else:
-                state, run_at = failure_transition(
-                    attempts, max_retries, now, backoff_base, max_backoff
-                )
+            step = after_attempt(
+                outcome,
+                attempts=attempts,
+                max_retries=max_retries,
+                scheduled_at=scheduled_at,
+                now=now,
+                policy=policy,
+            )
+            state, run_at, attempts = step.state, step.run_at, step.attempts
             conn.execute(
                 "UPDATE jobs SET state = ?, run_at = ?, attempts = ?, worker_id = NULL, "
                 "worker_pid = NULL, finished_at = ?, exit_code = ?, last_error = ?, "
@@ -881,7 +872,7 @@ class SQLiteStore(Store):
         return rows[0][0] if rows else None
 
     def recover_orphans(
-        self, dead_worker_ids: Sequence[str], backoff_base: float, max_backoff: float, now: int
+        self, dead_worker_ids: Sequence[str], policy: RetryPolicy, now: int
     ) -> list[Job]:
         def body(conn: sqlite3.Connection) -> list[Job]:
             for chunk in _chunks(list(dead_worker_ids)):
@@ -905,7 +896,7 @@ class SQLiteStore(Store):
                     error=f"worker {job.worker_id} (pid {job.worker_pid}) was lost mid-job",
                     finished_at=now,
                 )
-                self._settle_one(conn, lost, backoff_base, max_backoff)
+                self._settle_one(conn, lost, policy)
                 after = conn.execute(
                     f"SELECT {JOB_COLUMNS} FROM jobs WHERE seq = ?", (job.seq,)
                 ).fetchone()

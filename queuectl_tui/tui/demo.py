@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..lifecycle import RetryPolicy
 from ..models import JobSpec, Outcome, Worker, WorkerStatus
 from ..store import Settlement, Store
 from ..timeutil import parse_iso
@@ -36,7 +37,10 @@ def _settle(store: Store, job_id: str, worker: str, start: int, run: Run, base: 
     if error is None and outcome is Outcome.FAILED:
         error = f"exit code {run.exit_code}"
     finished = start + int(run.seconds * SECOND)
-    store.settle(Settlement(job, outcome, run.exit_code, run.output, error, finished), base, 86400)
+    store.settle(
+        Settlement(job, outcome, run.exit_code, run.output, error, finished),
+        RetryPolicy(base, 86400),
+    )
     return finished
 
 

@@ -15,6 +15,7 @@ import pytest
 from engine_helpers import InProcessPool, process_alive, wait_until
 
 from queuectl_tui.engine import dispatch, events
+from queuectl_tui.lifecycle import RetryPolicy
 from queuectl_tui.models import JobSpec, JobState, Outcome, WorkerStatus
 from queuectl_tui.store import SQLiteStore, StoreBusyError, open_store
 from queuectl_tui.timeutil import now_ms
@@ -129,7 +130,7 @@ def test_a_worker_declared_lost_while_alive_registers_again(database: Path) -> N
     pool = InProcessPool(database, count=1)
     with open_store(database) as store:
         [worker] = store.list_workers()
-        store.recover_orphans([worker.id], 2.0, 3600.0, now_ms())
+        store.recover_orphans([worker.id], RetryPolicy(), now_ms())
         assert store.list_workers()[0].status is WorkerStatus.LOST
     wait_until(
         lambda: pool.events("worker declared lost by another pool, re-registering"),

@@ -19,6 +19,7 @@ from textual.pilot import Pilot
 from textual.widgets import Button, Input, Static
 
 from queuectl_tui.config import Settings
+from queuectl_tui.lifecycle import RetryPolicy
 from queuectl_tui.models import JobSpec, JobState, Outcome
 from queuectl_tui.store import Settlement, SQLiteStore
 from queuectl_tui.tui import app as console_module
@@ -203,7 +204,7 @@ def bury(store: SQLiteStore, job_id: str) -> None:
     job = store.claim("w-build-1", 4242, DEMO_NOW + 1)
     assert job is not None and job.id == job_id
     settlement = Settlement(job, Outcome.FAILED, 1, "", "exit code 1", DEMO_NOW + 2)
-    store.settle(settlement, 2.0, 60.0)
+    store.settle(settlement, RetryPolicy(2.0, 60.0))
     assert store.get(job_id).state is JobState.DEAD
 
 

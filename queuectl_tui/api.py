@@ -1,0 +1,141 @@
+"""The queue for Python programs that feed and watch it, on the same service functions as the
+CLI and the console:
+
+    from queuectl_tui import Queue
+
+    with Queue("queue.db") as queue:
+        job = queue.enqueue("echo hello", priority=5)
+        print(queue.get(job.id).state)
+
+Input is validated by the rules `queuectl enqueue` applies; a refused job raises InvalidInput
+(its `field` names the culprit) and writes nothing. A worker pool (`queuectl worker start`)
+runs the jobs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from datetime import datetime
+from types import TracebackType
+from typing import Any
+
+from . import service
+from .config import Settings
+from .errors import InvalidInput
+from .location import normalise
+from .models import STATES, Attempt, Job, JobState, QueueCounts, parse_job_spec
+from .store import BulkEnqueueResult, QueueStats, Store
+
+
+class Queue:
+    """One queue database. Safe to share between threads; open one per process."""
+
+    def __init__(
+        self, database: str | os.PathLike[str] = "queue.db", settings: Settings | None = None
+    ) -> None:
+        """`settings` gives the defaults a job does not set (max_retries, file mode); the
+        database named here wins over its `database_path`."""
+        location = normalise(os.fspath(database))
+        self.settings = replace(settings or Settings(), database_path=location)
+        self._store: Store = service.open_queue(self.settings)
+
+    # -- feeding -------------------------------------------------------------------------------
+    def enqueue(
+        self,
+        command: str,
+        *,
+        id: str | None = None,
+        priority: int | None = None,
+        run_at: datetime | str | None = None,
+        max_retries: int | None = None,
+        timeout: float | None = None,
+        idempotency_key: str | None = None,
+    ) -> Job:
+        """Add one job; durable when this returns. With an `idempotency_key` that a job holds
+        already, that job is returned and nothing is added. A naive `run_at` is UTC."""
+        fields: dict[str, Any] = {
+            "id": id,
+            "command": command,
+            "priority": priority,
+            "run_at": run_at.isoformat() if isinstance(run_at, datetime) else run_at,
+            "max_retries": max_retries,
+            "timeout": timeout,
+            "idempotency_key": idempotency_key,
+        }
+        spec = parse_job_spec({key: value for key, value in fields.items() if value is not None})
+        return service.enqueue(self._store, self.settings, spec).job
+
+    def enqueue_many(self, jobs: Iterable[Mapping[str, Any]]) -> BulkEnqueueResult:
+        """Add many jobs in one transaction, all or nothing: each a mapping with the fields of
+        `enqueue` (`command` required). Jobs whose idempotency key is taken are skipped."""
+        specs = []
+        for number, job in enumerate(jobs, start=1):
+            try:
+                specs.append(parse_job_spec(dict(job)))
+            except InvalidInput as error:
+                raise InvalidInput(f"job {number}: {error}", error.field) from None
+        return service.enqueue_specs(self._store, self.settings, specs)
+
+    def retry(self, *job_ids: str) -> service.RetryOutcome:
+        """Send dead jobs back to pending with a fresh retry budget: these, or every dead job
+        when none is named."""
+        return service.retry_dead(self._store, list(job_ids) if job_ids else None)
+
+    # -- watching ------------------------------------------------------------------------------
+    def get(self, job_id: str) -> Job:
+        """The job as it is now; NotFound if the queue does not know it."""
+        return service.get_job(self._store, job_id)
+
+    def attempts(self, job_id: str) -> list[Attempt]:
+        """Every run of the job so far, oldest first."""
+        return service.job_history(self._store, job_id)[1]
+
+    def list(
+        self,
+        state: JobState | str | None = None,
+        limit: int = 50,
+        after_seq: int | None = None,
+        newest_first: bool = False,
+    ) -> list[Job]:
+        """One page of jobs in creation order (or newest first); pass the last job's `seq`
+        as `after_seq` for the next page."""
+        wanted = _state(state)
+        return service.list_jobs(self._store, wanted, limit, after_seq, newest_first).jobs
+
+    def status(self) -> QueueCounts:
+        """Jobs per state and the number of active workers."""
+        return service.queue_status(self._store)
+
+    def stats(self) -> QueueStats:
+        """Throughput, attempt totals and latency percentiles."""
+        return service.queue_stats(self._store)
+
+    # -- lifetime ------------------------------------------------------------------------------
+    def close(self) -> None:
+        self._store.close()
+
+    def __enter__(self) -> Queue:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Queue({self.settings.database_path!r})"
+
+
+def _state(state: JobState | str | None) -> JobState | None:
+    if state is None or isinstance(state, JobState):
+        return state
+    try:
+        return JobState(state)
+    except ValueError:
+        names = ", ".join(known.value for known in STATES)
+        raise InvalidInput(f"unknown state {state!r} (known: {names})", "state") from None

@@ -1,0 +1,46 @@
+"""Where a queue lives: a path (`queue.db`, `~/jobs/queue.db`) or a URL naming its backend
+(`sqlite:///var/lib/queuectl/queue.db`; `postgresql://host/db` once that store exists).
+
+A SQLite URL becomes its path as soon as it is read, so that everything that works beside the
+database file (its WAL, its lock file, the workers log) sees a path."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from .errors import ConfigurationError
+
+BACKENDS = ("sqlite", "postgresql")
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+_ALIASES = {"postgres": "postgresql"}
+
+
+def _split(location: str) -> tuple[str | None, str]:
+    """(backend, the rest after `scheme://`), or (None, location) for a path."""
+    match = _SCHEME.match(location)
+    if match is None:
+        return None, location
+    name = match.group(1).lower().split("+")[0]  # postgresql+psycopg is PostgreSQL too
+    return _ALIASES.get(name, name), location[match.end() :]
+
+
+def scheme(location: str) -> str | None:
+    """The backend a URL names ('sqlite', 'postgresql', ...), or None for a path."""
+    return _split(location)[0]
+
+
+def normalise(location: str) -> str:
+    """A path, or a SQLite URL, as the path of the file (with ~ expanded); the URL of another
+    backend as given. Raises ConfigurationError for a URL no backend takes."""
+    kind, path = _split(location)
+    if kind is None:
+        return str(Path(location).expanduser())
+    if kind == "sqlite":
+        if not path:
+            raise ConfigurationError(f"the database URL {location!r} names no file")
+        return str(Path(path).expanduser())
+    if kind not in BACKENDS:
+        known = ", ".join(f"{name}://" for name in BACKENDS)
+        raise ConfigurationError(f"unknown database URL scheme {kind!r} (known: {known})")
+    return location

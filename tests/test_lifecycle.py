@@ -1,0 +1,58 @@
+"""The rules for a job after each attempt, with no database."""
+
+from __future__ import annotations
+
+import pytest
+
+from queuectl_tui.lifecycle import RetryPolicy, Transition, after_attempt
+from queuectl_tui.models import JobState, Outcome
+
+NOW = 1_700_000_000_000
+SCHEDULED = NOW - 5_000
+POLICY = RetryPolicy(2.0, 3600.0)
+
+
+def _after(outcome: Outcome, attempts: int = 1, max_retries: int = 3, **kw) -> Transition:
+    return after_attempt(
+        outcome,
+        attempts=attempts,
+        max_retries=max_retries,
+        scheduled_at=SCHEDULED,
+        now=NOW,
+        policy=kw.get("policy", POLICY),
+    )
+
+
+def test_a_completed_job_keeps_its_schedule_and_attempts() -> None:
+    assert _after(Outcome.COMPLETED, attempts=2) == Transition(JobState.COMPLETED, SCHEDULED, 2)
+
+
+def test_a_cancelled_run_goes_back_as_it_was_and_does_not_count() -> None:
+    assert _after(Outcome.CANCELLED, attempts=2) == Transition(JobState.PENDING, SCHEDULED, 1)
+
+
+@pytest.mark.parametrize("outcome", [Outcome.FAILED, Outcome.TIMEOUT, Outcome.LOST])
+def test_failures_back_off_exponentially_while_the_budget_lasts(outcome: Outcome) -> None:
+    delays = [_after(outcome, attempts=n).run_at - NOW for n in (1, 2, 3)]
+    assert delays == [2_000, 4_000, 8_000]
+    assert {_after(outcome, attempts=n).state for n in (1, 2, 3)} == {JobState.FAILED}
+    assert _after(outcome, attempts=4) == Transition(JobState.DEAD, NOW, 4)
+
+
+def test_no_retries_means_dead_after_the_first_failure() -> None:
+    assert _after(Outcome.FAILED, attempts=1, max_retries=0).state is JobState.DEAD
+
+
+def test_the_backoff_is_capped_even_where_the_power_overflows() -> None:
+    policy = RetryPolicy(10.0, 60.0)
+    assert policy.delay_ms(1) == 10_000
+    assert policy.delay_ms(5) == 60_000
+    assert RetryPolicy(1e308, 30.0).delay_ms(1000) == 30_000
+    assert _after(Outcome.FAILED, attempts=50, max_retries=100, policy=policy).run_at == (
+        NOW + 60_000
+    )
+
+
+def test_an_outcome_that_is_only_ever_read_cannot_be_recorded() -> None:
+    with pytest.raises(ValueError, match="unknown"):
+        _after(Outcome.UNKNOWN)
