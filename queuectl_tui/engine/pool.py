@@ -211,7 +211,7 @@ class Pool:
         self.started_at = now_ms()
         doorbell = Doorbell()
         path = settings.database_path
-        watcher = ChangeWatcher(lambda: open_store(path), path, doorbell, self.wake_mode)
+        watcher = ChangeWatcher(lambda: open_store(path), doorbell, self.wake_mode)
         self.ctx = ctx = PoolContext(
             settings=settings,
             pid=self.pid,

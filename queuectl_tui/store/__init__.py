@@ -9,6 +9,7 @@ from ..files import DEFAULT_FILE_MODE
 from ..location import normalise, scheme
 from .base import (
     BulkEnqueueResult,
+    ChangeFeed,
     DuplicateJobError,
     EnqueueResult,
     Exchange,
@@ -58,6 +59,7 @@ def open_store(
 
 __all__ = [
     "BulkEnqueueResult",
+    "ChangeFeed",
     "DuplicateJobError",
     "EnqueueResult",
     "Exchange",

@@ -13,6 +13,31 @@ from ..lifecycle import RetryPolicy
 from ..models import Attempt, Job, JobSpec, JobState, Outcome, QueueCounts, Worker, WorkerStatus
 
 
+class ChangeFeed(ABC):
+    """Tells a waiting thread that the queue may have changed, by any process: wait until
+    `fileno()` is readable (if the feed has one) or `wait_at_most()` seconds have passed,
+    whichever comes first, then call `drain()`."""
+
+    mode: str = ""  # how it detects changes, for the pool's start line
+
+    @abstractmethod
+    def fileno(self) -> int | None:
+        """A descriptor that becomes readable when something may have changed, or None: the
+        feed is then only drained every `wait_at_most()` seconds."""
+
+    @abstractmethod
+    def wait_at_most(self) -> float:
+        """Seconds the waiter may sleep before draining again."""
+
+    @abstractmethod
+    def drain(self) -> bool:
+        """Consume what woke the waiter; True if another connection committed since the last
+        drain (and the change is visible now)."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+
 class StoreError(Unavailable):
     """A storage failure worth one plain sentence to the user."""
 
@@ -141,6 +166,12 @@ class Store(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @abstractmethod
+    def change_feed(self, mode: str = "auto") -> ChangeFeed:
+        """A feed of this queue's changes for one waiting thread, reading through this store
+        (give it a store of its own). `mode` picks how a backend detects them, where it has
+        a choice (SQLite: "inotify", "poll" or "auto")."""
 
     @abstractmethod
     def change_token(self) -> int:

@@ -33,6 +33,7 @@ from ..models import (
 )
 from .base import (
     BulkEnqueueResult,
+    ChangeFeed,
     DuplicateJobError,
     EnqueueResult,
     Exchange,
@@ -45,6 +46,7 @@ from .base import (
     StoreError,
     StoreWaitingError,
 )
+from .changes import SQLiteChangeFeed
 from .dbfile import FileKind, newer_schema_error, recognise, store_error
 from .schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from .writelock import WriteTurn
@@ -486,6 +488,9 @@ class SQLiteStore(Store):
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock, self._sqlite_errors():
             return self._connection().execute(sql, params).fetchall()
+
+    def change_feed(self, mode: str = "auto") -> ChangeFeed:
+        return SQLiteChangeFeed(self, os.path.abspath(self.location) + "-wal", mode)
 
     def change_token(self) -> int:
         # data_version counts per connection: a stand-in that gives way to the file must not

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from engine_helpers import wait_until
 
-from queuectl_tui.engine.wake import ChangeWatcher, Doorbell, inotify_available
+from queuectl_tui.engine.wake import ChangeWatcher, Doorbell
 from queuectl_tui.models import JobSpec, WorkerStatus
 from queuectl_tui.store import open_store
+from queuectl_tui.store.changes import inotify_available
 from queuectl_tui.timeutil import now_ms
 
 QUIET = 0.5  # how long a change that gives nobody work is watched for a wrong ring
@@ -33,7 +34,8 @@ def test_only_a_change_that_gives_an_idle_worker_work_rings(tmp_path: Path, mode
     open_store(db).close()
     doorbell = Doorbell()
     doorbell.listening = True  # a free worker found no work
-    watcher = ChangeWatcher(lambda: open_store(db), str(db), doorbell, mode)
+    watcher = ChangeWatcher(lambda: open_store(db), doorbell, mode)
+    assert watcher.mode == mode
     watcher.start()
     try:
         with open_store(db) as store:
