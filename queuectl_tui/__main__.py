@@ -1,4 +1,4 @@
-import _signal  # the C module: `signal` imports enum, which alone takes long enough to be hit
+import _signal  # type: ignore[import-not-found]  # the C module: `signal` imports enum, which alone takes long enough to be hit
 import os
 
 

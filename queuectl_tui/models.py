@@ -248,7 +248,7 @@ def _integer(value: Any, name: str, low: int, high: int) -> int:
         raise JobSpecError(f"field '{name}' must be an integer", name)
     if not low <= value <= high:
         raise JobSpecError(f"field '{name}' must be between {low} and {high}", name)
-    return value
+    return int(value)
 
 
 def _run_at(value: Any) -> int:

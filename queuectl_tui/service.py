@@ -56,7 +56,7 @@ def _bounded_int(digits: str) -> int:
     convert more than 4300 digits at all) becomes a value every field's range check refuses,
     so the error still names the field."""
     if len(digits.lstrip("-")) > _MAX_INT_DIGITS:
-        return -(10**_MAX_INT_DIGITS) if digits.startswith("-") else 10**_MAX_INT_DIGITS
+        return int(-(10**_MAX_INT_DIGITS) if digits.startswith("-") else 10**_MAX_INT_DIGITS)
     return int(digits)
 
 
@@ -121,7 +121,7 @@ def _repeated_id(numbered: list[tuple[int, str]], specs: list[JobSpec], start: i
 _decode_json = json.JSONDecoder().decode
 # The decoder's own scanner (C where available), called directly: one value from the start of
 # a line, without decode()'s whitespace handling, which costs half the time of a short line.
-_scan_json = json.scanner.make_scanner(json.JSONDecoder())
+_scan_json = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
 
 
 def _decode(chunk: list[tuple[int, str]]) -> list[object]:

@@ -16,6 +16,8 @@ from .context import guarded, print_json
 if TYPE_CHECKING:
     from rich.table import Table
 
+    from ..bench.scenarios import Measure
+
 SCENARIOS = ("bulk", "slow", "trivial", "mixed", "pickup", "scale", "cli")
 
 
@@ -65,11 +67,11 @@ def bench(
         )
     folder = Path(tempfile.mkdtemp(prefix="queuectl-bench-"))
     results: list[scenarios.Measure] = []
-    say = (
-        (lambda _text: None)
-        if as_json
-        else (lambda text: render.console().print(text, style="dim"))
-    )
+
+    def say(text: str) -> None:
+        if not as_json:
+            render.console().print(text, style="dim")
+
     try:
         if "bulk" in chosen:
             say(f"bulk enqueue of {sizes['bulk']:,} jobs ...")
@@ -118,7 +120,7 @@ def _figure(value: float | None) -> str:
     return f"{value:.2f}"
 
 
-def _table(results: list, machine: str) -> Table:
+def _table(results: list[Measure], machine: str) -> Table:
     from rich.table import Table
 
     table = Table(title="queuectl bench", caption=machine, header_style="bold")

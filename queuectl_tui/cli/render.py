@@ -254,7 +254,7 @@ def jobs_table(jobs: Sequence[Job]) -> FittedTable:
         Column("EXIT", Role.OPTIONAL, justify="right", rank=2),
         Column("COMMAND", Role.FLEX),
     ]
-    rows = [
+    rows: list[list[Text | str]] = [
         [
             plain(job.id),
             state_text(job.state),
@@ -279,7 +279,7 @@ def dead_table(jobs: Sequence[Job]) -> FittedTable:
         Column("LAST ERROR", Role.FLEX),
         Column("COMMAND", Role.FLEX),
     ]
-    rows = [
+    rows: list[list[Text | str]] = [
         [
             plain(job.id),
             str(job.runs),
@@ -341,7 +341,7 @@ def workers_table(workers: Sequence[Worker], stale_after_s: float) -> FittedTabl
         Column("DONE", Role.OPTIONAL, justify="right", rank=2),
         Column("FAILED", Role.OPTIONAL, justify="right", rank=3),
     ]
-    rows = []
+    rows: list[list[Text | str]] = []
     for worker in workers:
         stale = worker.is_stale(now, stale_after_s)
         beat = Text(

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import attrgetter
+from typing import Any
 
 from ..config import Settings
 from ..models import Job, JobState, Outcome, WorkerStatus
@@ -316,7 +317,7 @@ class Dispatcher(threading.Thread):
     def _report(self, worker_id: str, settlement: Settlement, result: SettleResult) -> None:
         job = settlement.job
         totals = self.ctx.totals
-        base = {"job": job.id, "worker": worker_id, "attempt": job.runs}
+        base: dict[str, Any] = {"job": job.id, "worker": worker_id, "attempt": job.runs}
         duration = settlement.finished_at - (job.claimed_at or settlement.finished_at)
         if result.state is None:
             totals.add("discarded")

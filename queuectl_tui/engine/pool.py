@@ -30,7 +30,9 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from ..config import Settings
 from ..files import open_for_append
@@ -193,7 +195,7 @@ class Pool:
         settings = self.settings
         # Fails early, before any thread starts; creates the database with the file mode.
         store = open_store(settings.database_path, file_mode=settings.file_permissions)
-        previous: dict[int, object] = {}
+        previous: dict[signal.Signals, Any] = {}
         try:
             if install_signals:
                 for signum in STOP_SIGNALS:
@@ -201,7 +203,7 @@ class Pool:
             return self._run(store)
         finally:
             for signum, handler in previous.items():
-                signal.signal(signum, handler)  # type: ignore[arg-type]
+                signal.signal(signum, handler)
             store.close()
             os.close(self._wake_r)
             os.close(self._wake_w)
@@ -401,9 +403,7 @@ class Pool:
                     stopped_at=None,
                     current_job=job,
                 )
-                retry_store_call(
-                    "re-register a worker", lambda r=revived: store.register_workers([r])
-                )
+                retry_store_call("re-register a worker", partial(store.register_workers, [revived]))
 
     def _beat_recorded(self, started: int, ended: int) -> None:
         """Track how long our own heartbeats have gone through on time. A slow write, a
@@ -500,7 +500,7 @@ class Pool:
         for job in jobs:
             if self.ctx is not None:
                 self.ctx.totals.add("recovered")
-            fields: dict[str, object] = {"job": job.id, "state": job.state.value}
+            fields: dict[str, Any] = {"job": job.id, "state": job.state.value}
             # The lost run may still be running here, orphaned: stop it before the job runs
             # again, so two runs of one job never overlap on this host.
             lost_by = self._lost_worker(store, job)

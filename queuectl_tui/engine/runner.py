@@ -368,15 +368,15 @@ class Supervisor:
         ready: list[int] = []
         touched: set[int] = set()
         for fd, _ in self._poller.poll(None if wait is None else wait * 1000):
-            run = self._owners.get(fd)
-            if run is None:
+            owner = self._owners.get(fd)
+            if owner is None:
                 if fd in self._watched:
                     ready.append(fd)
                 continue
-            touched.add(id(run))
-            if run.pidfd == fd:
+            touched.add(id(owner))
+            if owner.pidfd == fd:
                 self._unregister(fd)  # it stays readable once the shell has exited
-            elif run.on_output():
+            elif owner.on_output():
                 self._unregister(fd)
         now = time.monotonic()
         finished: list[Run] = []
@@ -431,7 +431,7 @@ def _open_pidfd(pid: int) -> int | None:
     if opener is None:
         return None
     try:
-        return opener(pid)
+        return int(opener(pid))
     except OSError:
         return None
 

@@ -496,7 +496,7 @@ class SQLiteStore(Store):
         # data_version counts per connection: a stand-in that gives way to the file must not
         # hand out the same number again.
         version = self._read("PRAGMA data_version")[0][0]
-        return (self._connections << 32) + version
+        return (self._connections << 32) + int(version)
 
     # -- jobs --------------------------------------------------------------------------------
     def enqueue(self, spec: JobSpec, default_max_retries: int, now: int) -> EnqueueResult:
@@ -586,7 +586,7 @@ class SQLiteStore(Store):
                 f"SELECT id FROM jobs WHERE id IN ({_placeholders(len(chunk))}) LIMIT 1", chunk
             )
             if rows:
-                return rows[0][0]
+                return str(rows[0][0])
         return ids[0] if ids else ""
 
     def get(self, job_id: str) -> Job | None:
@@ -601,7 +601,21 @@ class SQLiteStore(Store):
                 WHERE j.id = ? ORDER BY a.id""",
             (job_id,),
         )
-        return [Attempt(*row[:7], Outcome(row[7]), *row[8:]) for row in rows]
+        return [
+            Attempt(
+                row[0],
+                row[1],
+                row[2],
+                row[3],
+                row[4],
+                row[5],
+                row[6],
+                Outcome(row[7]),
+                row[8],
+                row[9],
+            )
+            for row in rows
+        ]
 
     def list_jobs(
         self,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
@@ -150,7 +151,7 @@ class ActionCommands(Provider):
         readonly = bool(getattr(self.app, "readonly", False))
         return [spec for spec in ACTIONS if not (readonly and spec.mutating)]
 
-    def _command(self, spec: ActionSpec) -> partial[object]:
+    def _command(self, spec: ActionSpec) -> partial[Any]:
         run = getattr(self.app, "run_command", self.app.run_action)
         return partial(run, spec.action)
 

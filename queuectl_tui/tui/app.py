@@ -13,7 +13,7 @@ import contextlib
 import time
 from collections.abc import Callable
 from functools import partial
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import events, on, work
@@ -231,7 +231,7 @@ class QueueConsole(QueueOperations, App[None]):
     def summary(self) -> SummaryBar:
         return self.query_one("#summary", SummaryBar)
 
-    def table_for(self, pane: Pane) -> ColumnTable:
+    def table_for(self, pane: Pane) -> ColumnTable[Any]:
         return self.query_one(f"#{pane.value}-table", ColumnTable)
 
     # -- reading --------------------------------------------------------------------------------

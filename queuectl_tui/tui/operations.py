@@ -38,9 +38,11 @@ def retried_message(outcome: service.RetryOutcome) -> str:
 
 
 class QueueOperations:
-    """Mixed into QueueConsole, whose reader, writer, settings and helpers these use."""
+    """Mixed into QueueConsole, whose reader, writer, settings and helpers these use. Each
+    method names its `self` as the console, which mypy accepts only with an ignore: a mixin
+    is not a supertype of the class it is mixed into until that class exists."""
 
-    def action_new_job(self: QueueConsole) -> None:
+    def action_new_job(self: QueueConsole) -> None:  # type: ignore[misc]
         if self.refuse_readonly():
             return
 
@@ -51,11 +53,11 @@ class QueueOperations:
 
         self.push_screen(EnqueueScreen(self.enqueue_spec, self.clock, self.cursor_blink), done)
 
-    def enqueue_spec(self: QueueConsole, spec: JobSpec) -> Job:
+    def enqueue_spec(self: QueueConsole, spec: JobSpec) -> Job:  # type: ignore[misc]
         """Called from the form's thread worker."""
         return service.enqueue(self.writer, self.settings, spec).job
 
-    def action_retry_selected(self: QueueConsole) -> None:
+    def action_retry_selected(self: QueueConsole) -> None:  # type: ignore[misc]
         if self.refuse_readonly():
             return
         job = self.selected_job()
@@ -70,7 +72,7 @@ class QueueOperations:
         else:
             self.retry_one(job.id)
 
-    def retry_one(self: QueueConsole, job_id: str) -> None:
+    def retry_one(self: QueueConsole, job_id: str) -> None:  # type: ignore[misc]
         self.retry_jobs([job_id])
 
     @work(thread=True, group="write")
@@ -83,7 +85,7 @@ class QueueOperations:
         self.deliver(self.notify, retried_message(outcome), markup=False)
         self.deliver(self.poll, True)
 
-    def action_retry_all(self: QueueConsole) -> None:
+    def action_retry_all(self: QueueConsole) -> None:  # type: ignore[misc]
         """Ask about exactly the dead jobs there are now (all of them, however many pages),
         and retry exactly those that are still dead when the operator says yes."""
         if self.refuse_readonly():
@@ -124,7 +126,7 @@ class QueueOperations:
             return
         self.deliver(self.ask_retry_all, dialog, search, len(ids))
 
-    def ask_retry_all(self: QueueConsole, dialog: ConfirmScreen, search: str, count: int) -> None:
+    def ask_retry_all(self: QueueConsole, dialog: ConfirmScreen, search: str, count: int) -> None:  # type: ignore[misc]
         if not dialog.is_attached:
             return  # answered no while counting
         if count == 0:
@@ -140,7 +142,7 @@ class QueueOperations:
         dialog.ask(f"Retry {count:,} {noun}?", message, f"Retry {count:,}")
 
     # -- worker pools ---------------------------------------------------------------------------
-    def action_start_pool(self: QueueConsole) -> None:
+    def action_start_pool(self: QueueConsole) -> None:  # type: ignore[misc]
         if self.refuse_readonly():
             return
 
@@ -171,7 +173,7 @@ class QueueOperations:
         self.deliver(self.notify, message, markup=False, timeout=8)
         self.deliver(self.poll, True)
 
-    def action_stop_pools(self: QueueConsole) -> None:
+    def action_stop_pools(self: QueueConsole) -> None:  # type: ignore[misc]
         if self.refuse_readonly():
             return
         active = self.snapshot.counts.active_workers if self.snapshot else 0
