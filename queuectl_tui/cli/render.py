@@ -13,19 +13,12 @@ from rich.console import Console, ConsoleOptions, JustifyMethod, RenderResult
 from rich.table import Table
 from rich.text import Text
 
+from .. import presentation
 from ..display import last_line, printable
 from ..models import Attempt, Job, JobState, QueueCounts, Worker
+from ..presentation import STATE_STYLES
 from ..store import QueueStats
-from ..timeutil import human_age, human_seconds, now_ms, to_iso_seconds
-
-STATE_STYLES: dict[JobState, str] = {
-    JobState.PENDING: "cyan",
-    JobState.PROCESSING: "yellow",
-    JobState.COMPLETED: "green",
-    JobState.FAILED: "magenta",
-    JobState.DEAD: "red",
-}
-
+from ..timeutil import human_age, now_ms, to_iso_seconds
 
 # Used when stdout is not a terminal and COLUMNS names no usable width.
 PIPE_WIDTH = 200
@@ -72,11 +65,7 @@ def _when(ms: int | None) -> str:
 
 
 def next_run(job: Job, now: int) -> str:
-    if job.state not in (JobState.PENDING, JobState.FAILED):
-        return ""
-    if job.run_at <= now:
-        return "now"
-    return "in " + human_seconds((job.run_at - now + 999) / 1000)
+    return presentation.next_run(job, now)[0]
 
 
 class Role(Enum):

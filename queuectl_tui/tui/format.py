@@ -7,26 +7,11 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
+from .. import presentation
 from ..display import last_line, printable
-from ..models import Job, JobState, WorkerStatus
-from ..timeutil import human_age, human_seconds, to_iso_seconds
-
-STATE_STYLES: dict[JobState, str] = {
-    JobState.PENDING: "cyan",
-    JobState.PROCESSING: "yellow",
-    JobState.COMPLETED: "green",
-    JobState.FAILED: "magenta",
-    JobState.DEAD: "bold red",
-}
-
-WORKER_STYLES: dict[WorkerStatus, str] = {
-    WorkerStatus.IDLE: "cyan",
-    WorkerStatus.BUSY: "yellow",
-    WorkerStatus.STOPPING: "magenta",
-    WorkerStatus.STOPPED: "dim",
-    WorkerStatus.LOST: "red",
-    WorkerStatus.HUNG: "bold white on red",
-}
+from ..models import Job, JobState
+from ..presentation import STATE_STYLES
+from ..timeutil import human_age, to_iso_seconds
 
 SPARK_BLOCKS = "▁▂▃▄▅▆▇█"
 
@@ -55,14 +40,8 @@ def timestamp(ms: int | None) -> str:
 
 def next_run(job: Job, now: int) -> Text:
     """When a waiting job may run: a countdown for retries and scheduled jobs."""
-    if job.state not in (JobState.PENDING, JobState.FAILED):
-        return Text("")
-    if job.run_at <= now:
-        return Text("due", style="dim" if job.state is JobState.PENDING else "magenta")
-    seconds = (job.run_at - now + 999) // 1000
-    return Text(
-        "in " + human_seconds(seconds), style="magenta" if job.state is JobState.FAILED else ""
-    )
+    words, style = presentation.next_run(job, now)
+    return Text(words, style=style)
 
 
 def elapsed(job: Job, now: int) -> str:
@@ -73,14 +52,14 @@ def elapsed(job: Job, now: int) -> str:
 
 
 def attempts_text(job: Job) -> Text:
-    style = "red" if job.attempts > job.max_retries else ""
-    return Text(f"{job.attempts}/{job.max_retries + 1}", style=style, justify="right")
+    words, style = presentation.attempts(job)
+    return Text(words, style=style, justify="right")
 
 
 def exit_text(code: int | None) -> Text:
     if code is None:
         return Text("")
-    return Text(str(code), style="green" if code == 0 else "red", justify="right")
+    return Text(str(code), style=presentation.exit_style(code), justify="right")
 
 
 def error_line(job: Job, width: int | None = None) -> Text:

@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widget import Widget
 
+from ... import presentation
 from ...models import STATES, JobState
 from .. import format as fmt
 
@@ -65,7 +66,7 @@ class SummaryBar(Widget):
         for state in STATES:
             n = data.by_state.get(state, 0)
             counts.append(state.value + " ", style="dim")
-            counts.append(f"{n:,}", style=fmt.STATE_STYLES[state] if n else "dim")
+            counts.append(f"{n:,}", style=presentation.STATE_STYLES[state] if n else "dim")
             counts.append("  ")
         total = sum(data.by_state.values())
         counts.append("total ", style="dim")

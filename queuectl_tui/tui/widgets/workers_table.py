@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
+from ... import presentation
 from ...models import Worker, WorkerStatus
 from ...timeutil import human_age
 from .. import format as fmt
@@ -35,7 +36,7 @@ class WorkersTable(ColumnTable[Worker]):
             from ...engine.pool import worker_shown_status  # only for the rare silent worker
 
             shown = worker_shown_status(worker, self.stale_after_s, now)
-        status = Text(shown.value, style=fmt.WORKER_STYLES.get(shown, ""))
+        status = Text(shown.value, style=presentation.WORKER_STYLES.get(shown, ""))
         if stale and shown is not WorkerStatus.HUNG:
             status = Text(f"{worker.status.value} STALE", style="bold white on red")
         beat = Text(human_age(worker.last_heartbeat, now) + " ago")
