@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import json.scanner
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .config import Settings
 from .errors import InvalidInput, NotFound
@@ -18,6 +18,7 @@ from .models import (
     JobState,
     QueueCounts,
     Worker,
+    WorkerStatus,
     parse_job_spec,
 )
 from .store import (
@@ -206,6 +207,29 @@ def list_jobs(
     return JobPage(jobs, counts.get(state, 0) if state else sum(counts.values()))
 
 
+def find_jobs(
+    store: Store,
+    state: JobState | None,
+    limit: int,
+    after_seq: int | None = None,
+    search: str | None = None,
+) -> list[Job]:
+    """One keyset page, newest first, of the jobs whose id or command contains `search`."""
+    return store.list_jobs(
+        state, limit=limit, after_seq=after_seq, newest_first=True, search=search
+    )
+
+
+def all_workers(store: Store) -> list[Worker]:
+    """Every worker row as stored, running or ended."""
+    return store.list_workers()
+
+
+def throughput(store: Store, now: int, minutes: int) -> tuple[list[int], list[int]]:
+    """Completed and failed attempts in each of the last `minutes` minutes, oldest first."""
+    return store.throughput(now, minutes)
+
+
 def queue_status(store: Store) -> QueueCounts:
     """Jobs per state and the number of active workers, in constant time."""
     return store.queue_counts()
@@ -241,6 +265,45 @@ def queue_stats(store: Store) -> QueueStats:
     return store.stats(now_ms())
 
 
+def shown_status(worker: Worker, stale_after_s: float, now: int) -> WorkerStatus:
+    """The status every face shows: HUNG for an active worker of a live pool on this host
+    that has been silent past the stale timeout."""
+    from .engine.pool import worker_shown_status  # /proc knowledge, loaded only when needed
+
+    return worker_shown_status(worker, stale_after_s, now)
+
+
+def shown_workers(store: Store, stale_after_s: float, active_only: bool = False) -> list[Worker]:
+    """Every worker (or the active ones) with the status to show (see `shown_status`)."""
+    now = now_ms()
+    return [
+        replace(worker, status=shown_status(worker, stale_after_s, now))
+        for worker in store.list_workers(active_only=active_only)
+    ]
+
+
+def running_workers(store: Store, stale_after_s: float) -> list[Worker]:
+    """The active workers that belong to a live pool: on this host its process exists (and is
+    not a newer one that reused the pid); elsewhere its heartbeat is fresh. A pool that was
+    killed leaves its workers marked active until another pool recovers them."""
+    from .engine.pool import worker_is_running
+
+    now = now_ms()
+    return [
+        w for w in store.list_workers(active_only=True) if worker_is_running(w, stale_after_s, now)
+    ]
+
+
+def stop_pools(store: Store, stale_after_s: float) -> list[Worker]:
+    """Ask every running pool to stop gracefully; returns the live workers that will obey: the
+    ones active when the request was recorded (a pool still loading obeys it too, once it has
+    registered)."""
+    from .engine.pool import worker_is_running
+
+    now = now_ms()
+    return [w for w in request_stop(store) if worker_is_running(w, stale_after_s, now)]
+
+
 def request_stop(store: Store) -> list[Worker]:
     """Ask every running pool on this database to stop gracefully; returns the workers that
     were active when the request was recorded."""
@@ -253,10 +316,12 @@ __all__ = [
     "NotFoundError",
     "RetryOutcome",
     "StoreError",
+    "all_workers",
     "dead_jobs",
     "enqueue",
     "enqueue_lines",
     "enqueue_specs",
+    "find_jobs",
     "get_job",
     "job_history",
     "list_jobs",
@@ -267,4 +332,9 @@ __all__ = [
     "queue_status",
     "request_stop",
     "retry_dead",
+    "running_workers",
+    "shown_status",
+    "shown_workers",
+    "stop_pools",
+    "throughput",
 ]

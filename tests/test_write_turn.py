@@ -3,11 +3,13 @@ taken around every write, and waited for in line."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -56,26 +58,32 @@ while marker.exists():
 """
 
 
-def test_a_bounded_wait_that_runs_out_keeps_its_place_and_writes_nothing(tmp_path: Path) -> None:
-    db = tmp_path / "q.db"
-    open_store(db).close()
-    marker = tmp_path / "held"
+@contextlib.contextmanager
+def _turn_held(db: Path, marker: Path) -> Iterator[None]:
+    """Another process holds the database's write turn until `marker` is removed."""
     holder = subprocess.Popen([sys.executable, "-c", _HOLD_TURN, f"{db}-lock", str(marker)])
     try:
         deadline = time.monotonic() + 30
         while not marker.exists():
             assert holder.poll() is None and time.monotonic() < deadline
             time.sleep(0.01)
-        with open_store(db, lock_wait=0.05) as store:
-            with pytest.raises(StoreWaitingError, match="stayed locked"):
-                store.enqueue(spec(id="early"), 3, NOW)
-            assert store.get("early") is None
-            marker.unlink()
-            store.enqueue(spec(id="later"), 3, NOW)  # retried until the turn comes
-            assert store.get("later") is not None
+        yield
     finally:
         marker.unlink(missing_ok=True)
         holder.wait(timeout=30)
+
+
+def test_a_bounded_wait_that_runs_out_keeps_its_place_and_writes_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "q.db"
+    open_store(db).close()
+    marker = tmp_path / "held"
+    with _turn_held(db, marker), open_store(db, lock_wait=0.05) as store:
+        with pytest.raises(StoreWaitingError, match="stayed locked"):
+            store.enqueue(spec(id="early"), 3, NOW)
+        assert store.get("early") is None
+        marker.unlink()
+        store.enqueue(spec(id="later"), 3, NOW)  # retried until the turn comes
+        assert store.get("later") is not None
 
 
 def test_a_durable_write_syncs_the_wal_after_passing_the_turn_on(
@@ -126,12 +134,7 @@ def test_one_helper_thread_waits_in_line_for_a_store_however_often_it_waits(
     with open_store(db, lock_wait=0.05) as store:
         for number in range(4):
             marker = tmp_path / f"held-{number}"
-            holder = subprocess.Popen([sys.executable, "-c", _HOLD_TURN, f"{db}-lock", str(marker)])
-            try:
-                deadline = time.monotonic() + 30
-                while not marker.exists():
-                    assert holder.poll() is None and time.monotonic() < deadline
-                    time.sleep(0.01)
+            with _turn_held(db, marker):
                 with pytest.raises(StoreWaitingError):
                     store.enqueue(spec(id=f"early-{number}"), 3, NOW)
                 helpers.update(
@@ -141,7 +144,4 @@ def test_one_helper_thread_waits_in_line_for_a_store_however_often_it_waits(
                 )
                 marker.unlink()
                 store.enqueue(spec(id=f"job-{number}"), 3, NOW)  # the helper's turn
-            finally:
-                marker.unlink(missing_ok=True)
-                holder.wait(timeout=30)
     assert len(helpers) == 1

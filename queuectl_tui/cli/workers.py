@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 
 import typer
 
 from .. import service
-from ..models import Worker
-from ..store import Store
 from ..timeutil import now_ms
 
 # `render` (and rich with it) is imported by the commands that draw: enqueue and the
@@ -79,25 +76,9 @@ def stop(
 
     Example: queuectl worker stop --wait
     """
-    from ..engine.pool import worker_is_running
-
     stale_after = state(ctx).settings.stale_worker_timeout
-
-    def running(store: Store) -> list[Worker]:
-        # A pool that was killed leaves its workers marked active until another pool reaps
-        # them; only live ones are worth waiting for.
-        now = now_ms()
-        return [
-            w
-            for w in store.list_workers(active_only=True)
-            if worker_is_running(w, stale_after, now)
-        ]
-
     with open_store(ctx) as store:
-        # The workers active when the request was recorded are exactly the pools that obey
-        # it (a pool still loading obeys it too, once it has registered).
-        now = now_ms()
-        active = [w for w in service.request_stop(store) if worker_is_running(w, stale_after, now)]
+        active = service.stop_pools(store, stale_after)
         pools = {worker.pool_id for worker in active}
         if not active:
             print("No worker pool is running")
@@ -106,7 +87,7 @@ def stop(
         if not wait:
             return
         deadline = time.monotonic() + timeout if timeout else None
-        while running(store):
+        while service.running_workers(store, stale_after):
             if deadline is not None and time.monotonic() > deadline:
                 fail(f"workers still running after {timeout:g} s")
             time.sleep(0.1)
@@ -123,15 +104,10 @@ def workers(
 
     Example: queuectl workers
     """
-    from ..engine.pool import worker_shown_status
-
     settings = state(ctx).settings
     with open_store(ctx) as store:
-        rows = store.list_workers(active_only=active)
+        rows = service.shown_workers(store, settings.stale_worker_timeout, active_only=active)
     now = now_ms()
-    stale_after = settings.stale_worker_timeout
-    # A live pool on this host that went silent is shown as hung, not as busy or idle.
-    rows = [replace(w, status=worker_shown_status(w, stale_after, now)) for w in rows]
     if as_json:
         print_json(
             [

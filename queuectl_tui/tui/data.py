@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from .. import service
 from ..models import ACTIVE_WORKER_STATUSES, Job, JobState, QueueCounts, Worker
 from ..store import Store
 
@@ -58,20 +59,20 @@ def read_snapshot(
 ) -> Snapshot:
     """Counts, throughput (when asked: it is the dearest read at high job rates), and the one
     page the visible pane needs. `token` is the store's change token read just before."""
-    counts = store.queue_counts()
+    counts = service.queue_status(store)
     completed: list[int] | None = None
     failed: list[int] | None = None
     if throughput:
-        completed, failed = store.throughput(now, THROUGHPUT_MINUTES)
+        completed, failed = service.throughput(store, now, THROUGHPUT_MINUTES)
     snapshot = Snapshot(request, token, counts, completed, failed)
     if request.pane is Pane.WORKERS:
-        snapshot.workers = ordered_workers(store.list_workers())
+        snapshot.workers = ordered_workers(service.all_workers(store))
     else:
-        jobs = store.list_jobs(
+        jobs = service.find_jobs(
+            store,
             request.job_state,
             limit=request.page_size + 1,  # one more says whether a next page exists
             after_seq=request.anchor,
-            newest_first=True,
             search=request.search or None,
         )
         snapshot.jobs = jobs[: request.page_size]

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
-from ... import presentation
+from ... import presentation, service
 from ...models import Worker, WorkerStatus
 from ...timeutil import human_age
 from .. import format as fmt
@@ -32,10 +32,8 @@ class WorkersTable(ColumnTable[Worker]):
     def build(self, worker: Worker, now: int) -> tuple[str, Sequence[Text]]:
         stale = worker.is_stale(now, self.stale_after_s)
         shown = worker.status
-        if stale:
-            from ...engine.pool import worker_shown_status  # only for the rare silent worker
-
-            shown = worker_shown_status(worker, self.stale_after_s, now)
+        if stale:  # /proc is read only for the rare silent worker
+            shown = service.shown_status(worker, self.stale_after_s, now)
         status = Text(shown.value, style=presentation.WORKER_STYLES.get(shown, ""))
         if stale and shown is not WorkerStatus.HUNG:
             status = Text(f"{worker.status.value} STALE", style="bold white on red")
