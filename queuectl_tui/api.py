@@ -36,9 +36,9 @@ class Queue:
         self, database: str | os.PathLike[str] = "queue.db", settings: Settings | None = None
     ) -> None:
         """`settings` gives the defaults a job does not set (max_retries, file mode); the
-        database named here wins over its `database_path`."""
+        database named here wins over its `database`."""
         location = normalise(os.fspath(database))
-        self.settings = replace(settings or Settings(), database_path=location)
+        self.settings = replace(settings or Settings(), database=location)
         self._store: Store = service.open_queue(self.settings)
 
     # -- feeding -------------------------------------------------------------------------------
@@ -128,7 +128,7 @@ class Queue:
         self.close()
 
     def __repr__(self) -> str:
-        return f"Queue({self.settings.database_path!r})"
+        return f"Queue({self.settings.database!r})"
 
 
 def _state(state: JobState | str | None) -> JobState | None:

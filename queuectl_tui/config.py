@@ -51,11 +51,11 @@ class SettingSpec:
 
 SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec(
-        "database_path",
+        "database",
         str,
         None,
         None,
-        "SQLite database file (relative paths are relative to the config file)",
+        "the queue: a SQLite file or a sqlite:/// URL (relative paths: to the config file)",
     ),
     SettingSpec(
         "max_retries",
@@ -136,6 +136,7 @@ SETTINGS_BY_KEY: dict[str, SettingSpec] = {spec.key: spec for spec in SETTINGS}
 
 # Names used by the QueueCTL reference's config.json, read as ours.
 ALIASES: dict[str, str] = {
+    "database_path": "database",  # its name before URLs were accepted
     "default_retries": "max_retries",
     "stale_worker_timeout_seconds": "stale_worker_timeout",
 }
@@ -143,7 +144,7 @@ ALIASES: dict[str, str] = {
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    database_path: str = "queue.db"
+    database: str = "queue.db"
     max_retries: int = 3
     backoff_base: float = 2.0
     max_backoff: float = 3600.0
@@ -272,16 +273,16 @@ def load_settings(
     if explicit or path.is_file():
         values = read_config_file(path)
         config_file = str(path)
-        database = values.get("database_path")
+        database = values.get("database")
         if database is not None:
             database = normalise(database)
             if scheme(database) is None and not Path(database).is_absolute():
                 database = str(path.parent / database)  # relative to the config file
-            values["database_path"] = database
+            values["database"] = database
     settings = replace(Settings(), config_file=config_file, **values)
     override = db_path or env.get(ENV_DB)
     if override:
-        settings = replace(settings, database_path=normalise(override))
+        settings = replace(settings, database=normalise(override))
     _check_intervals(settings)
     return settings
 

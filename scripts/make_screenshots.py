@@ -77,7 +77,7 @@ def main() -> None:
         seed_demo(store)
         store.close()
         os.chdir(folder)  # the console shows the database path: keep it short and stable
-        settings = Settings(database_path="queue.db")
+        settings = Settings(database="queue.db")
         for name, size, keys in VIEWS:
             svg = out / f"{name}.svg"
             svg.write_text(asyncio.run(capture(settings, size, keys)), encoding="utf-8")

@@ -78,7 +78,7 @@ def timed(call: Callable[[], object], repeat: int = 30) -> str:
 
 
 async def measure_ui(path: str, store: SQLiteStore) -> None:
-    app = QueueConsole(Settings(database_path=path))
+    app = QueueConsole(Settings(database=path))
     async with app.run_test(size=(100, 30)) as pilot:
         for _ in range(20):
             await pilot.pause(0.05)

@@ -18,7 +18,7 @@ from helpers import clean_env
 def test_defaults_without_any_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     settings = load_settings(env={})
-    assert settings.database_path == "queue.db"
+    assert settings.database == "queue.db"
     assert (settings.max_retries, settings.backoff_base, settings.stale_worker_timeout) == (
         3,
         2,
@@ -31,11 +31,11 @@ def test_precedence_defaults_file_env_flag(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.chdir(tmp_path)
     Path("config.json").write_text(json.dumps({"database_path": "from-file.db", "max_retries": 5}))
     from_file = load_settings(env={})
-    assert from_file.database_path == "from-file.db" and from_file.max_retries == 5
+    assert from_file.database == "from-file.db" and from_file.max_retries == 5
     from_env = load_settings(env={"QUEUECTL_DB": "env.db"})
-    assert from_env.database_path == "env.db" and from_env.max_retries == 5
+    assert from_env.database == "env.db" and from_env.max_retries == 5
     from_flag = load_settings(db_path="flag.db", env={"QUEUECTL_DB": "env.db"})
-    assert from_flag.database_path == "flag.db"
+    assert from_flag.database == "flag.db"
 
 
 def test_explicit_config_file_and_relative_database(tmp_path: Path) -> None:
@@ -43,9 +43,9 @@ def test_explicit_config_file_and_relative_database(tmp_path: Path) -> None:
     folder.mkdir()
     (folder / "q.json").write_text(json.dumps({"database_path": "jobs.db"}))
     settings = load_settings(config_path=str(folder / "q.json"), env={})
-    assert Path(settings.database_path) == folder / "jobs.db"
+    assert Path(settings.database) == folder / "jobs.db"
     via_env = load_settings(env={"QUEUECTL_CONFIG": str(folder / "q.json")})
-    assert via_env.database_path == settings.database_path
+    assert via_env.database == settings.database
 
 
 def test_seed_names_are_understood(tmp_path: Path) -> None:
@@ -84,7 +84,7 @@ def test_write_setting_validates_and_keeps_other_keys(tmp_path: Path) -> None:
     spec, value = write_setting(path, "backoff-base", "3")
     assert (spec.key, value) == ("backoff_base", 3.0)
     assert json.loads(path.read_text()) == {"database_path": "x.db", "backoff_base": 3.0}
-    with pytest.raises(ConfigError, match="valid settings: database-path, max-retries"):
+    with pytest.raises(ConfigError, match="valid settings: database, max-retries"):
         write_setting(path, "nope", "1")
     with pytest.raises(ConfigError, match="at least 1"):
         write_setting(path, "backoff-base", "0.5")
@@ -128,7 +128,7 @@ app()
 def _round_values(number: int) -> dict[str, str]:
     """One distinct, valid value per setting (the heartbeat stays below the stale timeout)."""
     return {
-        "database-path": f"round-{number}.db",
+        "database": f"round-{number}.db",
         "max-retries": str(number + 1),
         "backoff-base": str(2 + number),
         "max-backoff": str(100 + number),
@@ -242,3 +242,12 @@ def test_file_mode_as_permission_bits(tmp_path: Path) -> None:
     config.write_text(json.dumps({"file_mode": 660}))
     assert load_settings(config_path=str(config), env={}).file_permissions == 0o660
     assert load_settings(env={}).file_permissions == 0o600
+
+
+def test_the_database_setting_takes_its_earlier_name_and_replaces_it(tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"database_path": "old.db"}))
+    assert load_settings(str(path), None, {}).database == str(tmp_path / "old.db")
+    write_setting(path, "database", "sqlite:///var/q.db")
+    assert json.loads(path.read_text()) == {"database": "sqlite:///var/q.db"}
+    assert load_settings(str(path), None, {}).database == "/var/q.db"

@@ -257,7 +257,7 @@ def test_a_reader_opened_before_the_database_existed_sees_it_later(db_path: Path
     from queuectl_tui import service
     from queuectl_tui.config import Settings
 
-    reader = service.open_queue(Settings(database_path=str(db_path)))  # as the console does
+    reader = service.open_queue(Settings(database=str(db_path)))  # as the console does
     try:
         assert reader.list_jobs() == [] and reader.counts()
         assert not db_path.exists()
@@ -432,7 +432,7 @@ def test_the_console_on_a_missing_database_creates_nothing(db_path: Path) -> Non
     from queuectl_tui.tui.app import QueueConsole
 
     async def look_around() -> None:
-        console = QueueConsole(Settings(database_path=str(db_path)), cursor_blink=False)
+        console = QueueConsole(Settings(database=str(db_path)), cursor_blink=False)
         async with console.run_test() as pilot:
             for key in ("2", "3", "1"):  # every pane reads
                 await pilot.press(key)
@@ -465,7 +465,7 @@ def test_the_console_on_a_damaged_database_closes_and_names_the_damage(db_path: 
     _overwrite_pages(db_path, range(jobs_root, jobs_root + 1))
 
     async def open_console() -> QueueConsole:
-        console = QueueConsole(Settings(database_path=str(db_path)), cursor_blink=False)
+        console = QueueConsole(Settings(database=str(db_path)), cursor_blink=False)
         async with console.run_test() as pilot:
             deadline = time.monotonic() + 30
             while console.fatal is None and time.monotonic() < deadline:

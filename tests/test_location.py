@@ -70,10 +70,10 @@ def test_db_flag_environment_and_config_file_take_urls(tmp_path: Path, run_cli: 
     )
     assert (tmp_path / "url.db").is_file()
     env = {"QUEUECTL_DB": url}
-    assert load_settings(None, None, env).database_path == f"{tmp_path}/url.db"
+    assert load_settings(None, None, env).database == f"{tmp_path}/url.db"
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"database_path": "sqlite://rel.db"}))
-    assert load_settings(str(config), None, {}).database_path == f"{tmp_path}/rel.db"
+    assert load_settings(str(config), None, {}).database == f"{tmp_path}/rel.db"
     refused = run_cli("--db", "postgresql://localhost/test", "status", db=False)
     assert refused.returncode == 2
     assert refused.stderr.count("\n") == 1 and "postgresql is not available" in refused.stderr

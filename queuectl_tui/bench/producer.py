@@ -20,7 +20,7 @@ from ..models import JobSpec
 
 
 def produce(database: str, prefix: str, jobs: int, rate: float) -> dict[str, object]:
-    settings = replace(Settings(), database_path=database)
+    settings = replace(Settings(), database=database)
     starts: list[float] = []
     with service.open_queue(settings) as store:
         began = time.time()

@@ -63,7 +63,7 @@ def prepare_pool_process(settings: Settings, count: int) -> None:
     the subreaper, and the database its jobs see in QUEUECTL_DB."""
     ensure_descriptors(count)
     become_subreaper()
-    set_job_database(settings.database_path)
+    set_job_database(settings.database)
 
 
 def ensure_descriptors(count: int) -> None:
@@ -102,10 +102,10 @@ def become_subreaper() -> bool:
     return _subreaper
 
 
-def set_job_database(database_path: str) -> None:
+def set_job_database(database: str) -> None:
     """Jobs see the pool's database in QUEUECTL_DB, so `queuectl enqueue` run by a job adds to
     the queue that runs it. Set in this process's environment, which every job inherits."""
-    os.environ["QUEUECTL_DB"] = str(Path(database_path).expanduser().resolve())
+    os.environ["QUEUECTL_DB"] = str(Path(database).expanduser().resolve())
 
 
 # -- a run's processes ---------------------------------------------------------------------

@@ -194,7 +194,7 @@ class Pool:
     def run(self, install_signals: bool = True) -> int:
         settings = self.settings
         # Fails early, before any thread starts; creates the database with the file mode.
-        store = open_store(settings.database_path, file_mode=settings.file_permissions)
+        store = open_store(settings.database, file_mode=settings.file_permissions)
         previous: dict[signal.Signals, Any] = {}
         try:
             if install_signals:
@@ -212,7 +212,7 @@ class Pool:
         settings = self.settings
         self.started_at = now_ms()
         doorbell = Doorbell()
-        path = settings.database_path
+        path = settings.database
         watcher = ChangeWatcher(lambda: open_store(path), doorbell, self.wake_mode)
         self.ctx = ctx = PoolContext(
             settings=settings,
@@ -659,9 +659,9 @@ def run_pool(settings: Settings, options: PoolOptions) -> int:
         _silence_broken_streams()
 
 
-def log_path_for(database_path: str) -> Path:
-    database = Path(database_path).expanduser().resolve()
-    return database.with_name(database.name + ".workers.log")
+def log_path_for(database: str) -> Path:
+    path = Path(database).expanduser().resolve()
+    return path.with_name(path.name + ".workers.log")
 
 
 def pool_command(
@@ -679,7 +679,7 @@ def start_detached(settings: Settings, options: PoolOptions, config_path: str | 
     """Start `queuectl worker start` in the background (its own session, so a closing
     terminal or console does not stop it); output goes to a log file beside the database."""
     ensure_descriptors(options.count)  # refuse here, not in a log nobody reads
-    database = str(Path(settings.database_path).expanduser().resolve())
+    database = str(Path(settings.database).expanduser().resolve())
     log_path = log_path_for(database)
     config = str(Path(config_path).expanduser().resolve()) if config_path else None
     command = pool_command(database, options, config)

@@ -115,7 +115,7 @@ class QueueConsole(QueueOperations, App[None]):
 
     # -- layout ---------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        yield SummaryBar(self.settings.database_path, self.readonly, id="summary")
+        yield SummaryBar(self.settings.database, self.readonly, id="summary")
         with Horizontal(id="filter-bar"):
             yield Label("Filter ", id="filter-label")
             yield Input(
@@ -141,7 +141,7 @@ class QueueConsole(QueueOperations, App[None]):
     def on_mount(self) -> None:
         self.query_one("#filter", Input).cursor_blink = self.cursor_blink
         self.query_one("#filter-bar").display = False
-        self.summary.show(SummaryData(self.settings.database_path), self.clock(), self.paused)
+        self.summary.show(SummaryData(self.settings.database), self.clock(), self.paused)
         self.table_for(Pane.JOBS).focus()
         self.set_interval(self.refresh_seconds, self.poll)
         self.set_interval(1.0, self.tick)
@@ -330,7 +330,7 @@ class QueueConsole(QueueOperations, App[None]):
         previous = self.summary.data
         self.summary.show(
             SummaryData(
-                self.settings.database_path,
+                self.settings.database,
                 dict(counts.by_state),
                 counts.active_workers,
                 snapshot.completed_per_minute or previous.completed_per_minute,

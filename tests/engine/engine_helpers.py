@@ -216,7 +216,7 @@ class InProcessPool:
         self.log = log or io.StringIO()
         events.configure("json", stream=self.log)
         settings = {"heartbeat_interval": 0.5, **settings}
-        settings = replace(Settings(), database_path=str(database), **settings)
+        settings = replace(Settings(), database=str(database), **settings)
         self.pool = Pool(settings, PoolOptions(count=count, log_format="json"))
         self.exit_code: int | None = None
         self.thread = threading.Thread(target=self._run, daemon=True)

@@ -36,7 +36,7 @@ def demo_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
     store = SQLiteStore(tmp_path / "queue.db")
     seed_demo(store)
     store.close()
-    return Settings(database_path="queue.db")
+    return Settings(database="queue.db")
 
 
 @pytest.fixture

@@ -163,7 +163,7 @@ async def test_a_job_enqueued_by_another_process_appears_by_itself(
                 "-m",
                 "queuectl_tui",
                 "--db",
-                demo_settings.database_path,
+                demo_settings.database,
                 "enqueue",
                 job,
             ],
@@ -245,7 +245,7 @@ async def test_a_large_queue_loads_one_page_at_a_time(tmp_path: Path, make_conso
         ]
         store.enqueue_many(specs, 3, 1_000)
     store.close()
-    app = make_console(Settings(database_path=str(path)), page_size=50)
+    app = make_console(Settings(database=str(path)), page_size=50)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         table = app.table_for(Pane.JOBS)
@@ -332,7 +332,7 @@ async def test_start_and_stop_a_real_worker_pool(
 
     path = tmp_path / "pool.db"
     demo_store = SQLiteStore(path)
-    settings = Settings(database_path=str(path), heartbeat_interval=0.5)
+    settings = Settings(database=str(path), heartbeat_interval=0.5)
     app = make_console(settings, refresh=0.2, clock=now_ms)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)

@@ -296,7 +296,7 @@ def thirty_jobs(tmp_path: Path) -> Settings:
     for n in range(30):
         store.enqueue(JobSpec(id=f"job-{n:02d}", command=f"echo {n}"), 3, DEMO_NOW)
     store.close()
-    return Settings(database_path=str(path))
+    return Settings(database=str(path))
 
 
 def page_keys(page: int) -> list[str]:

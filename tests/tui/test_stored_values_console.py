@@ -61,7 +61,7 @@ def _text_of(widget: Static) -> str:
 async def test_job_detail_shows_any_stored_time(tmp_path: Path, make_console, settle) -> None:
     path = tmp_path / "hostile.db"
     _hostile_database(path)
-    app = make_console(Settings(database_path=str(path)))
+    app = make_console(Settings(database=str(path)))
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         table = app.table_for(Pane.JOBS)
@@ -82,7 +82,7 @@ async def test_job_detail_shows_any_stored_time(tmp_path: Path, make_console, se
 async def test_every_pane_shows_any_stored_value(tmp_path: Path, make_console, settle) -> None:
     path = tmp_path / "hostile.db"
     _hostile_database(path)
-    app = make_console(Settings(database_path=str(path)))
+    app = make_console(Settings(database=str(path)))
     async with app.run_test(size=(160, 40)) as pilot:
         await settle(pilot)
         assert sorted(app.table_for(Pane.JOBS).keys) == sorted(HOSTILE_TIMES)
