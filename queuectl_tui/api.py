@@ -35,8 +35,8 @@ class Queue:
     def __init__(
         self, database: str | os.PathLike[str] = "queue.db", settings: Settings | None = None
     ) -> None:
-        """`settings` gives the defaults a job does not set (max_retries, file mode); the
-        database named here wins over its `database`."""
+        """`database` is a path or a `sqlite:///` URL. `settings` gives the defaults a job
+        does not set (max_retries, the file mode); its own `database` is ignored."""
         location = normalise(os.fspath(database))
         self.settings = replace(settings or Settings(), database=location)
         self._store: Store = service.open_queue(self.settings)
