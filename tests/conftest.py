@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from queuectl_tui.store import SQLiteStore
+from queuectl_tui.store import Store
 
-from helpers import RunCli, clean_env
+from helpers import BACKENDS, RunCli, clean_env, open_backend
 
 
 @pytest.fixture
@@ -19,9 +19,15 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "queue.db"
 
 
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """Each backend the store contract runs against (SQLite today)."""
+    return str(request.param)
+
+
 @pytest.fixture
-def store(db_path: Path) -> Iterator[SQLiteStore]:
-    opened = SQLiteStore(db_path)
+def store(backend: str, tmp_path: Path) -> Iterator[Store]:
+    opened = open_backend(backend, tmp_path)
     yield opened
     opened.close()
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Callable
+from pathlib import Path
 
 from queuectl_tui.models import JobSpec, parse_job_spec
+from queuectl_tui.store import Store, open_store
 
 # The `run_cli` fixture: run `queuectl ARGS...` in a subprocess and return its result.
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
@@ -23,3 +25,27 @@ def clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("QUEUECTL_")}
     env.update(NO_COLOR="1", COLUMNS="200", **extra)
     return env
+
+
+# The backends the store contract suite (test_store.py, the property and multi-process tests)
+# runs against; a new store adds its name here and a branch to open_backend.
+BACKENDS = ("sqlite",)
+
+
+def backend_location(backend: str, folder: Path, name: str = "queue.db") -> str:
+    """Where a fresh, empty queue of `backend` lives for one test (a path or a URL)."""
+    if backend == "sqlite":
+        return str(folder / name)
+    raise ValueError(f"no such backend: {backend}")
+
+
+def open_backend(backend: str, folder: Path, name: str = "queue.db") -> Store:
+    return open_store(backend_location(backend, folder, name))
+
+
+def fresh_store(backend: str) -> Store:
+    """A fresh, empty queue of `backend` that lives as long as the store (SQLite: in memory),
+    for tests that open hundreds."""
+    if backend == "sqlite":
+        return open_store(":memory:")
+    raise ValueError(f"no such backend: {backend}")

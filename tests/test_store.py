@@ -1,51 +1,20 @@
-"""The store's semantics: transitions, claim order, fencing, recovery, counts, paging."""
+"""The store contract: transitions, claim order, fencing, recovery, counts, paging. Every test
+here runs against each backend (the `store` fixture); SQLite's own checks (its files, schema
+and query plans) are in test_sqlite_store.py."""
 
 from __future__ import annotations
 
-import sqlite3
-from pathlib import Path
-
 import pytest
+from store_helpers import NOW, POLICY, claim, register, settle, settle_and_claim
 
 from queuectl_tui.lifecycle import RetryPolicy
-from queuectl_tui.models import JobState, Outcome, Worker, WorkerStatus
-from queuectl_tui.store import DuplicateJobError, Settlement, SQLiteStore, StoreError
-from queuectl_tui.store.sqlite import NEXT_READY_SQL
+from queuectl_tui.models import JobState, Outcome, WorkerStatus
+from queuectl_tui.store import DuplicateJobError, Settlement, Store
 
 from helpers import spec
 
-NOW = 1_800_000_000_000
-POLICY = RetryPolicy(2.0, 3600.0)
 
-
-def claim(store: SQLiteStore, worker: str = "w1", now: int = NOW):
-    """Claim as `worker`, registering it first if it is not an active worker yet."""
-    if worker not in {w.id for w in store.list_workers(active_only=True)}:
-        register(store, worker, now=now)
-    return store.claim(worker, 4242, now)
-
-
-def settle(store, job, outcome=Outcome.COMPLETED, now=NOW + 1000, exit_code=0, **kw):
-    return store.settle(
-        Settlement(job, outcome, exit_code, kw.get("output", "out"), kw.get("error"), now),
-        POLICY,
-    )
-
-
-def settle_and_claim(store, job, now=NOW + 1000):
-    """Record a completed run and claim the same worker's next job, in one exchange."""
-    settlement = Settlement(job, Outcome.COMPLETED, 0, "out", None, now)
-    exchange = store.exchange([settlement], [job.worker_id], 1, now, POLICY)
-    return exchange.settled[0], exchange.claimed.get(job.worker_id)
-
-
-def register(store: SQLiteStore, *ids: str, status=WorkerStatus.IDLE, now: int = NOW) -> None:
-    store.register_workers(
-        [Worker(i, "pool", 4242, "host", status, now, now, None, None, 0, 0) for i in ids]
-    )
-
-
-def test_enqueue_stores_a_pending_job(store: SQLiteStore) -> None:
+def test_enqueue_stores_a_pending_job(store: Store) -> None:
     result = store.enqueue(spec(id="a", command="echo hi", priority=3), 3, NOW)
     assert result.created
     job = store.get("a")
@@ -55,7 +24,7 @@ def test_enqueue_stores_a_pending_job(store: SQLiteStore) -> None:
     assert store.counts()[JobState.PENDING] == 1
 
 
-def test_duplicate_id_is_refused_and_the_original_kept(store: SQLiteStore) -> None:
+def test_duplicate_id_is_refused_and_the_original_kept(store: Store) -> None:
     store.enqueue(spec(id="a", command="first"), 3, NOW)
     with pytest.raises(DuplicateJobError):
         store.enqueue(spec(id="a", command="second"), 3, NOW)
@@ -63,7 +32,7 @@ def test_duplicate_id_is_refused_and_the_original_kept(store: SQLiteStore) -> No
     assert store.counts()[JobState.PENDING] == 1
 
 
-def test_idempotency_key_returns_the_existing_job(store: SQLiteStore) -> None:
+def test_idempotency_key_returns_the_existing_job(store: Store) -> None:
     first = store.enqueue(spec(id="a", idempotency_key="k"), 3, NOW)
     again = store.enqueue(spec(id="b", idempotency_key="k"), 3, NOW)
     assert not again.created and again.job.id == "a" == first.job.id
@@ -71,7 +40,7 @@ def test_idempotency_key_returns_the_existing_job(store: SQLiteStore) -> None:
     assert store.counts()[JobState.PENDING] == 1
 
 
-def test_bulk_enqueue_is_all_or_nothing(store: SQLiteStore) -> None:
+def test_bulk_enqueue_is_all_or_nothing(store: Store) -> None:
     store.enqueue(spec(id="taken"), 3, NOW)
     batch = [spec(id=f"j{i}") for i in range(50)] + [spec(id="taken")]
     with pytest.raises(DuplicateJobError) as raised:
@@ -81,7 +50,7 @@ def test_bulk_enqueue_is_all_or_nothing(store: SQLiteStore) -> None:
     assert store.counts()[JobState.PENDING] == 1
 
 
-def test_bulk_enqueue_skips_known_idempotency_keys(store: SQLiteStore) -> None:
+def test_bulk_enqueue_skips_known_idempotency_keys(store: Store) -> None:
     store.enqueue(spec(id="a", idempotency_key="k"), 3, NOW)
     result = store.enqueue_many(
         [spec(id="b", idempotency_key="k"), spec(id="c", max_retries=7, timeout=2.5)], 3, NOW
@@ -105,7 +74,7 @@ def test_bulk_enqueue_skips_known_idempotency_keys(store: SQLiteStore) -> None:
     ],
 )
 def test_bulk_enqueue_stores_every_field_whatever_the_batch_sets(
-    store: SQLiteStore, fields: dict[str, object]
+    store: Store, fields: dict[str, object]
 ) -> None:
     """A batch sends only the fields some of its jobs set; the others must get defaults."""
     plain, custom = spec(id="plain"), spec(id="custom", **fields)
@@ -123,7 +92,7 @@ def test_bulk_enqueue_stores_every_field_whatever_the_batch_sets(
         assert (job.created_at, job.attempts, job.state) == (NOW, 0, JobState.PENDING)
 
 
-def test_claim_order_is_priority_then_run_at_then_creation(store: SQLiteStore) -> None:
+def test_claim_order_is_priority_then_run_at_then_creation(store: Store) -> None:
     store.enqueue(spec(id="low"), 3, NOW)
     store.enqueue(spec(id="late", priority=5, run_at="2030-01-01T00:00:00Z"), 3, NOW)
     store.enqueue(spec(id="high-b", priority=5), 3, NOW + 2)
@@ -134,7 +103,7 @@ def test_claim_order_is_priority_then_run_at_then_creation(store: SQLiteStore) -
     assert claim(store, now=NOW + 10) is None  # "late" is not due yet
 
 
-def test_claim_marks_processing_with_owner(store: SQLiteStore) -> None:
+def test_claim_marks_processing_with_owner(store: Store) -> None:
     register(store, "w1")
     store.enqueue(spec(id="a"), 3, NOW)
     job = claim(store, now=NOW + 5)
@@ -145,7 +114,7 @@ def test_claim_marks_processing_with_owner(store: SQLiteStore) -> None:
     assert claim(store, "w2") is None
 
 
-def test_complete(store: SQLiteStore) -> None:
+def test_complete(store: Store) -> None:
     register(store, "w1")
     store.enqueue(spec(id="a"), 3, NOW)
     job = claim(store)
@@ -160,7 +129,7 @@ def test_complete(store: SQLiteStore) -> None:
     assert (worker.status, worker.current_job, worker.jobs_done) == (WorkerStatus.IDLE, None, 1)
 
 
-def test_failure_schedules_retry_with_exponential_backoff_then_dead(store: SQLiteStore) -> None:
+def test_failure_schedules_retry_with_exponential_backoff_then_dead(store: Store) -> None:
     store.enqueue(spec(id="a", max_retries=2), 3, NOW)
     now = NOW
     expected_delays = [2_000, 4_000]
@@ -181,7 +150,7 @@ def test_failure_schedules_retry_with_exponential_backoff_then_dead(store: SQLit
     assert outcomes == [Outcome.FAILED, Outcome.FAILED, Outcome.TIMEOUT]
 
 
-def test_backoff_is_capped(store: SQLiteStore) -> None:
+def test_backoff_is_capped(store: Store) -> None:
     store.enqueue(spec(id="a", max_retries=100), 3, NOW)
     now = NOW
     for _ in range(20):
@@ -193,12 +162,12 @@ def test_backoff_is_capped(store: SQLiteStore) -> None:
         now = result.run_at
 
 
-def test_max_retries_zero_goes_straight_to_dead(store: SQLiteStore) -> None:
+def test_max_retries_zero_goes_straight_to_dead(store: Store) -> None:
     store.enqueue(spec(id="a", max_retries=0), 3, NOW)
     assert settle(store, claim(store), Outcome.FAILED, exit_code=1).state is JobState.DEAD
 
 
-def test_settle_is_fenced_by_owner_and_run(store: SQLiteStore) -> None:
+def test_settle_is_fenced_by_owner_and_run(store: Store) -> None:
     store.enqueue(spec(id="a"), 3, NOW)
     job = claim(store)
     impostor = type(job)(**{**_fields(job), "worker_id": "someone-else"})
@@ -211,7 +180,7 @@ def test_settle_is_fenced_by_owner_and_run(store: SQLiteStore) -> None:
     assert settle(store, job).state is None  # a second settle of the same run changes nothing
 
 
-def test_late_result_after_recovery_changes_nothing(store: SQLiteStore) -> None:
+def test_late_result_after_recovery_changes_nothing(store: Store) -> None:
     register(store, "w1")
     store.enqueue(spec(id="a"), 3, NOW)
     job = claim(store)
@@ -222,7 +191,7 @@ def test_late_result_after_recovery_changes_nothing(store: SQLiteStore) -> None:
     assert store.get("a").state is JobState.FAILED
 
 
-def test_recovery_counts_the_lost_attempt_and_ends_in_dead(store: SQLiteStore) -> None:
+def test_recovery_counts_the_lost_attempt_and_ends_in_dead(store: Store) -> None:
     store.enqueue(spec(id="a", max_retries=1), 3, NOW)
     now = NOW
     for expected in (JobState.FAILED, JobState.DEAD):
@@ -237,7 +206,7 @@ def test_recovery_counts_the_lost_attempt_and_ends_in_dead(store: SQLiteStore) -
     assert store.list_workers()[0].status is WorkerStatus.LOST
 
 
-def test_recovery_leaves_jobs_of_live_workers_alone(store: SQLiteStore) -> None:
+def test_recovery_leaves_jobs_of_live_workers_alone(store: Store) -> None:
     register(store, "alive", "dead")
     store.enqueue(spec(id="a"), 3, NOW)
     store.enqueue(spec(id="b"), 3, NOW)
@@ -248,14 +217,7 @@ def test_recovery_leaves_jobs_of_live_workers_alone(store: SQLiteStore) -> None:
     assert store.get("a").state is JobState.PROCESSING
 
 
-def test_orphans_of_unknown_workers_are_recovered(store: SQLiteStore) -> None:
-    store.enqueue(spec(id="a"), 3, NOW)
-    claim(store, "vanished")
-    store._conn.execute("DELETE FROM workers WHERE id = 'vanished'")
-    assert [j.id for j in store.recover_orphans([], POLICY, NOW + 1)] == ["a"]
-
-
-def test_a_worker_declared_lost_claims_nothing(store: SQLiteStore) -> None:
+def test_a_worker_declared_lost_claims_nothing(store: Store) -> None:
     register(store, "w1")
     store.enqueue(spec(id="a"), 3, NOW)
     store.enqueue(spec(id="b"), 3, NOW)
@@ -269,13 +231,13 @@ def test_a_worker_declared_lost_claims_nothing(store: SQLiteStore) -> None:
     assert store.claim("w1", 1, NOW + 4) is not None
 
 
-def test_an_unregistered_worker_claims_nothing(store: SQLiteStore) -> None:
+def test_an_unregistered_worker_claims_nothing(store: Store) -> None:
     store.enqueue(spec(id="a"), 3, NOW)
     assert store.claim("stranger", 1, NOW) is None
     assert store.get("a").state is JobState.PENDING
 
 
-def test_cancelled_run_returns_to_pending_without_spending_an_attempt(store: SQLiteStore) -> None:
+def test_cancelled_run_returns_to_pending_without_spending_an_attempt(store: Store) -> None:
     store.enqueue(spec(id="a", max_retries=0), 3, NOW)
     job = claim(store)
     result = settle(store, job, Outcome.CANCELLED, exit_code=None)
@@ -285,7 +247,7 @@ def test_cancelled_run_returns_to_pending_without_spending_an_attempt(store: SQL
     assert claim(store, now=NOW + 2000).attempts == 1
 
 
-def test_one_exchange_settles_a_run_and_claims_the_next_job(store: SQLiteStore) -> None:
+def test_one_exchange_settles_a_run_and_claims_the_next_job(store: Store) -> None:
     register(store, "w1")
     store.enqueue(spec(id="a"), 3, NOW)
     store.enqueue(spec(id="b"), 3, NOW)
@@ -297,7 +259,7 @@ def test_one_exchange_settles_a_run_and_claims_the_next_job(store: SQLiteStore) 
     assert store.list_workers()[0].current_job == "b"
 
 
-def test_dlq_retry_gives_a_fresh_budget_and_keeps_history(store: SQLiteStore) -> None:
+def test_dlq_retry_gives_a_fresh_budget_and_keeps_history(store: Store) -> None:
     store.enqueue(spec(id="a", max_retries=0), 3, NOW)
     store.enqueue(spec(id="b", max_retries=0), 3, NOW)
     store.enqueue(spec(id="c"), 3, NOW)
@@ -314,7 +276,7 @@ def test_dlq_retry_gives_a_fresh_budget_and_keeps_history(store: SQLiteStore) ->
     assert (claimed["a"].attempts, claimed["a"].runs) == (1, 2)
 
 
-def test_counts_follow_every_transition(store: SQLiteStore) -> None:
+def test_counts_follow_every_transition(store: Store) -> None:
     store.enqueue_many([spec(id=f"j{i}", max_retries=0) for i in range(5)], 3, NOW)
     settle(store, claim(store), Outcome.COMPLETED)
     settle(store, claim(store), Outcome.FAILED, exit_code=1)
@@ -331,7 +293,7 @@ def test_counts_follow_every_transition(store: SQLiteStore) -> None:
     assert queue.total == 5 and queue.active_workers == 1  # w1, registered by claim()
 
 
-def test_keyset_paging_and_filters(store: SQLiteStore) -> None:
+def test_keyset_paging_and_filters(store: Store) -> None:
     store.enqueue_many([spec(id=f"job-{i:03d}", command=f"echo {i}") for i in range(25)], 3, NOW)
     first = store.list_jobs(limit=10)
     second = store.list_jobs(limit=10, after_seq=first[-1].seq)
@@ -353,7 +315,7 @@ def test_keyset_paging_and_filters(store: SQLiteStore) -> None:
     assert [j.id for j in store.list_jobs(JobState.PROCESSING)] == ["job-000"]
 
 
-def test_stats_report_throughput_and_latency(store: SQLiteStore) -> None:
+def test_stats_report_throughput_and_latency(store: Store) -> None:
     store.enqueue_many([spec(id=f"j{i}") for i in range(4)], 3, NOW)
     for i in range(4):
         job = claim(store, now=NOW + 100 * (i + 1))
@@ -368,7 +330,7 @@ def test_stats_report_throughput_and_latency(store: SQLiteStore) -> None:
 
 
 def test_throughput_counts_each_minute_before_now_and_totals_never_go_down(
-    store: SQLiteStore,
+    store: Store,
 ) -> None:
     minute = 60_000
     start = (NOW // minute) * minute
@@ -383,37 +345,16 @@ def test_throughput_counts_each_minute_before_now_and_totals_never_go_down(
     assert completed == [1, 1, 0, 0] and failed == [1, 0, 0, 1]
     stats = store.stats(start + 3 * minute + 30)
     assert (stats.attempts_total, stats.attempts_failed, stats.retries) == (5, 2, 0)
-    with store._conn:  # a job removed with its history leaves the all-time totals as they were
-        store._conn.execute("DELETE FROM jobs WHERE id = 'j0'")
-    assert store.stats(start + 3 * minute + 30).attempts_total == 5
 
 
-def test_an_earlier_database_gets_its_attempt_totals_when_it_is_opened(tmp_path: Path) -> None:
-    path = tmp_path / "v1.db"
-    with SQLiteStore(path) as store:
-        store.enqueue_many([spec(id=f"j{i}") for i in range(3)], 3, NOW)
-        for i, outcome in enumerate((Outcome.COMPLETED, Outcome.FAILED, Outcome.LOST)):
-            job = claim(store, now=NOW + i)
-            settle(store, job, outcome, now=NOW + 100 + i, exit_code=0 if i == 0 else 1)
-    with sqlite3.connect(path) as conn:  # as version 1 left it: no totals, no triggers
-        conn.executescript(
-            "DROP TRIGGER attempts_count_insert; DROP TABLE attempt_totals;"
-            "DROP TABLE attempt_rates; PRAGMA user_version = 1;"
-        )
-    with SQLiteStore(path) as store:
-        stats = store.stats(NOW + 1000)
-        assert (stats.attempts_total, stats.attempts_failed) == (3, 2)
-        assert stats.completed_per_minute[-1] == 1 and stats.failed_per_minute[-1] == 2
-
-
-def test_stop_requests(store: SQLiteStore) -> None:
+def test_stop_requests(store: Store) -> None:
     assert not store.stop_requested_since(NOW)
     store.request_stop(NOW + 10)
     assert store.stop_requested_since(NOW)
     assert not store.stop_requested_since(NOW + 11)
 
 
-def test_heartbeat_and_worker_status(store: SQLiteStore) -> None:
+def test_heartbeat_and_worker_status(store: Store) -> None:
     register(store, "w1", "w2")
     store.heartbeat(["w1"], NOW + 500)
     store.set_worker_status("w2", WorkerStatus.STOPPED, None, NOW + 600)
@@ -424,43 +365,11 @@ def test_heartbeat_and_worker_status(store: SQLiteStore) -> None:
     assert store.prune_workers(NOW + 601) == 1
 
 
-def test_jobs_survive_reopening(db_path: Path) -> None:
-    first = SQLiteStore(db_path)
-    first.enqueue(spec(id="a"), 3, NOW)
-    first.close()
-    second = SQLiteStore(db_path)
-    assert second.get("a").state is JobState.PENDING
-    assert second._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    second.close()
-
-
-def test_missing_folder_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(StoreError, match="does not exist"):
-        SQLiteStore(tmp_path / "nope" / "q.db")
-
-
-def test_newer_schema_is_refused(db_path: Path) -> None:
-    SQLiteStore(db_path).close()
-    import sqlite3
-
-    conn = sqlite3.connect(db_path)
-    conn.execute("PRAGMA user_version = 99")
-    conn.close()
-    with pytest.raises(StoreError, match="schema version 99"):
-        SQLiteStore(db_path)
-
-
-def test_claim_uses_the_ready_index(store: SQLiteStore) -> None:
-    plan = store._conn.execute("EXPLAIN QUERY PLAN " + NEXT_READY_SQL, (1,)).fetchall()
-    text = " ".join(str(row) for row in plan)
-    assert "jobs_ready" in text and "TEMP B-TREE" not in text
-
-
 def _fields(job) -> dict[str, object]:
     return {name: getattr(job, name) for name in job.__slots__}
 
 
-def test_batches_are_one_transaction_even_when_the_input_fails_late(store: SQLiteStore) -> None:
+def test_batches_are_one_transaction_even_when_the_input_fails_late(store: Store) -> None:
     def batches():
         yield [spec(id=f"a{i}") for i in range(100)]
         yield [spec(id=f"b{i}") for i in range(100)]
@@ -475,14 +384,14 @@ def test_batches_are_one_transaction_even_when_the_input_fails_late(store: SQLit
     assert store.counts()[JobState.PENDING] == 2
 
 
-def test_a_repeat_across_batches_names_the_id(store: SQLiteStore) -> None:
+def test_a_repeat_across_batches_names_the_id(store: Store) -> None:
     with pytest.raises(DuplicateJobError) as raised:
         store.enqueue_batches([[spec(id="same")], [spec(id="other"), spec(id="same")]], 3, NOW)
     assert raised.value.job_id == "same"
     assert store.list_jobs() == []
 
 
-def test_a_stored_id_in_a_later_batch_is_the_one_named(store: SQLiteStore) -> None:
+def test_a_stored_id_in_a_later_batch_is_the_one_named(store: Store) -> None:
     store.enqueue(spec(id="x"), 3, NOW)
     batches = [[spec(id=f"a{i}") for i in range(100)], [spec(id="b"), spec(id="x")]]
     with pytest.raises(DuplicateJobError) as raised:

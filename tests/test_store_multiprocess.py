@@ -1,4 +1,4 @@
-"""Claims are atomic across separate OS processes, not just threads."""
+"""Claims are atomic across separate OS processes, not just threads, for every backend."""
 
 from __future__ import annotations
 
@@ -9,17 +9,17 @@ from pathlib import Path
 import pytest
 
 from queuectl_tui.models import JobState, Worker, WorkerStatus
-from queuectl_tui.store import SQLiteStore
+from queuectl_tui.store import open_store
 from queuectl_tui.timeutil import now_ms
 
-from helpers import spec
+from helpers import backend_location, spec
 
 JOBS = 2_000
 PROCESSES = 4
 
 
-def _claim_until_empty(path: str, worker: str, start, results) -> None:
-    store = SQLiteStore(path)
+def _claim_until_empty(location: str, worker: str, start, results) -> None:
+    store = open_store(location)
     now = now_ms()
     store.register_workers(
         [Worker(worker, "p", 1, "h", WorkerStatus.IDLE, now, now, None, None, 0, 0)]
@@ -36,14 +36,15 @@ def _claim_until_empty(path: str, worker: str, start, results) -> None:
 
 
 @pytest.mark.slow
-def test_four_processes_claim_each_job_exactly_once(db_path: Path) -> None:
-    store = SQLiteStore(db_path)
+def test_four_processes_claim_each_job_exactly_once(backend: str, tmp_path: Path) -> None:
+    location = backend_location(backend, tmp_path)
+    store = open_store(location)
     store.enqueue_many([spec(id=f"job-{i}") for i in range(JOBS)], 3, now_ms())
     context = multiprocessing.get_context("spawn")
     start = context.Event()
     results = context.Queue()
     processes = [
-        context.Process(target=_claim_until_empty, args=(str(db_path), f"w{n}", start, results))
+        context.Process(target=_claim_until_empty, args=(location, f"w{n}", start, results))
         for n in range(PROCESSES)
     ]
     for process in processes:
