@@ -280,26 +280,26 @@ def shown_workers(store: Store, stale_after_s: float, active_only: bool = False)
     ]
 
 
-def running_workers(store: Store, stale_after_s: float) -> list[Worker]:
-    """The active workers that belong to a live pool: on this host its process exists (and is
-    not a newer one that reused the pid); elsewhere its heartbeat is fresh. A pool that was
-    killed leaves its workers marked active until another pool recovers them."""
+def _live(workers: list[Worker], stale_after_s: float) -> list[Worker]:
+    """The workers that belong to a live pool: on this host its process exists (and is not a
+    newer one that reused the pid); elsewhere its heartbeat is fresh. A pool that was killed
+    leaves its workers marked active until another pool recovers them."""
     from .engine.pool import worker_is_running
 
     now = now_ms()
-    return [
-        w for w in store.list_workers(active_only=True) if worker_is_running(w, stale_after_s, now)
-    ]
+    return [w for w in workers if worker_is_running(w, stale_after_s, now)]
+
+
+def running_workers(store: Store, stale_after_s: float) -> list[Worker]:
+    """The active workers of live pools (see `_live`)."""
+    return _live(store.list_workers(active_only=True), stale_after_s)
 
 
 def stop_pools(store: Store, stale_after_s: float) -> list[Worker]:
     """Ask every running pool to stop gracefully; returns the live workers that will obey: the
     ones active when the request was recorded (a pool still loading obeys it too, once it has
     registered)."""
-    from .engine.pool import worker_is_running
-
-    now = now_ms()
-    return [w for w in request_stop(store) if worker_is_running(w, stale_after_s, now)]
+    return _live(request_stop(store), stale_after_s)
 
 
 def request_stop(store: Store) -> list[Worker]:

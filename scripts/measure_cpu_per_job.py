@@ -17,18 +17,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from queuectl_tui.bench.pool_process import PoolProcess, cpu_seconds
+from queuectl_tui.bench.pool_process import PoolProcess, cpu_seconds, machine_ticks
 from queuectl_tui.bench.scenarios import run_bare_pool, wait_for_completion
 from queuectl_tui.models import JobSpec
 from queuectl_tui.store import open_store
 from queuectl_tui.timeutil import now_ms
-
-
-def machine_ticks() -> tuple[int, int]:
-    """All CPU ticks so far and the idle ones (idle plus iowait), summed over the cores."""
-    with open("/proc/stat", encoding="ascii") as handle:
-        values = [int(field) for field in handle.readline().split()[1:]]
-    return sum(values), values[3] + values[4]
 
 
 def report(name: str, jobs: int, seconds: float, ticks: tuple[int, int], own_cpu: float) -> None:

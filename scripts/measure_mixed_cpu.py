@@ -11,6 +11,7 @@ p95, how busy the cores were, and CPU per job. Linux only (it reads /proc).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -20,32 +21,21 @@ import tempfile
 import time
 from pathlib import Path
 
-from queuectl_tui.bench.pool_process import PoolProcess
+from queuectl_tui.bench.pool_process import PoolProcess, cpu_seconds, machine_ticks
 from queuectl_tui.bench.scenarios import wait_for_completion
 from queuectl_tui.models import JobState
 from queuectl_tui.store import open_store
 
-TICK = os.sysconf("SC_CLK_TCK")
+TICK = os.sysconf("SC_CLK_TCK")  # /proc/stat counts in these
 
 
 def thread_cpu(pid: int) -> dict[int, float]:
     """CPU seconds so far of each thread of `pid`."""
     seconds: dict[int, float] = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        seconds[int(tid)] = (int(fields[11]) + int(fields[12])) / TICK
+        with contextlib.suppress(ProcessLookupError):  # a thread that ended meanwhile
+            seconds[int(tid)] = cpu_seconds(f"{pid}/task/{tid}")
     return seconds
-
-
-def machine_ticks() -> tuple[int, int]:
-    with open("/proc/stat", encoding="ascii") as handle:
-        values = [int(field) for field in handle.readline().split()[1:]]
-    return sum(values), values[3] + values[4]
 
 
 def main() -> None:

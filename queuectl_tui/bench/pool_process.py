@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import time
@@ -11,16 +10,25 @@ from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 
+from ..engine import procfs
 from ..engine.pool import PoolOptions, pool_command
 from ..store import open_store
 
 
-def cpu_seconds(pid: int) -> float:
-    """User plus system CPU time a process has used so far (Linux /proc)."""
-    with open(f"/proc/{pid}/stat", "rb") as handle:
-        stat = handle.read()
-    fields = stat[stat.rfind(b")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def cpu_seconds(pid: int | str) -> float:
+    """User plus system CPU time a process (or `PID/task/TID`: one thread) has used so far
+    (Linux /proc). ProcessLookupError once it is gone."""
+    fields = procfs.stat_fields(pid)
+    if fields is None:
+        raise ProcessLookupError(f"no process {pid}")
+    return procfs.ticks_to_seconds(procfs.cpu_ticks(fields))
+
+
+def machine_ticks() -> tuple[int, int]:
+    """All CPU ticks so far and the idle ones (idle plus iowait), summed over the cores."""
+    with open("/proc/stat", encoding="ascii") as handle:
+        values = [int(field) for field in handle.readline().split()[1:]]
+    return sum(values), values[3] + values[4]
 
 
 def _epoch(text: str) -> float:

@@ -35,6 +35,11 @@ def start_ticks(fields: list[bytes]) -> int:
     return int(fields[19])  # field 22
 
 
+def cpu_ticks(fields: list[bytes]) -> int:
+    """User plus system CPU time so far, in clock ticks."""
+    return int(fields[11]) + int(fields[12])  # fields 14 and 15
+
+
 def ticks_to_seconds(ticks: int) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 

@@ -346,9 +346,7 @@ class SQLiteStore(Store):
             log.warning("database %s is in %s journal mode, not WAL", self.location, mode)
         if self._wal is not None:
             self._wal.close()
-        self._wal = (
-            _WalFile(self.location + "-wal") if mode.lower() == "wal" and not in_memory else None
-        )
+        self._wal = _WalFile(self._wal_path()) if mode.lower() == "wal" and not in_memory else None
         # NORMAL in WAL mode survives application crashes; only a power loss can drop the
         # last transitions, which merely re-runs jobs. An enqueue is durable: its commit is
         # synced before it returns (see _sync_wal).
@@ -413,7 +411,7 @@ class SQLiteStore(Store):
         wal = self._wal
         assert wal is not None
         try:
-            if wal.fd is None or os.stat(wal.path).st_ino != os.fstat(wal.fd).st_ino:
+            if wal.fd is None or os.fstat(wal.fd).st_nlink == 0:  # none yet, or replaced
                 wal.reopen()
             if wal.fd is not None:
                 os.fdatasync(wal.fd)
@@ -489,8 +487,11 @@ class SQLiteStore(Store):
         with self._lock, self._sqlite_errors():
             return self._connection().execute(sql, params).fetchall()
 
+    def _wal_path(self) -> str:
+        return os.path.abspath(self.location) + "-wal"
+
     def change_feed(self, mode: str = "auto") -> ChangeFeed:
-        return SQLiteChangeFeed(self, os.path.abspath(self.location) + "-wal", mode)
+        return SQLiteChangeFeed(self, self._wal_path(), mode)
 
     def change_token(self) -> int:
         # data_version counts per connection: a stand-in that gives way to the file must not
