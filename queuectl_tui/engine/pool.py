@@ -573,16 +573,17 @@ class Pool:
         self.ctx.doorbell.ring()
         jobs = self.dispatcher.current_jobs() if self.dispatcher is not None else {}
         busy = [(worker_id, job_id) for worker_id, job_id in jobs.items() if job_id]
+        # The workers are marked first, so whoever reads the log line finds them stopping.
+        now = now_ms()
+        for worker_id, job_id in busy:
+            with contextlib.suppress(StoreError):
+                store.set_worker_status(worker_id, WorkerStatus.STOPPING, job_id, now)
         events.event(
             "pool stopping",
             reason=reason,
             running_jobs=len(busy),
             hint="send the signal again to cancel running jobs" if busy else None,
         )
-        now = now_ms()
-        for worker_id, job_id in busy:
-            with contextlib.suppress(StoreError):
-                store.set_worker_status(worker_id, WorkerStatus.STOPPING, job_id, now)
 
     def _force(self, reason: str) -> None:
         assert self.ctx is not None
