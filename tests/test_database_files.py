@@ -425,21 +425,16 @@ def test_the_change_token_moves_when_the_database_appears(db_path: Path) -> None
         reader.close()
 
 
-def test_the_console_on_a_missing_database_creates_nothing(db_path: Path) -> None:
-    import asyncio
-
+async def test_the_console_on_a_missing_database_creates_nothing(db_path: Path) -> None:
     from queuectl_tui.config import Settings
     from queuectl_tui.tui.app import QueueConsole
 
-    async def look_around() -> None:
-        console = QueueConsole(Settings(database=str(db_path)), cursor_blink=False)
-        async with console.run_test() as pilot:
-            for key in ("2", "3", "1"):  # every pane reads
-                await pilot.press(key)
-                await pilot.pause(0.2)
-            assert console.reads > 0
-
-    asyncio.run(look_around())
+    console = QueueConsole(Settings(database=str(db_path)))
+    async with console.run_test() as pilot:
+        for key in ("2", "3", "1"):  # every pane reads
+            await pilot.press(key)
+            await pilot.pause(0.2)
+        assert console.reads > 0
     assert not db_path.exists() and _siblings(db_path) == []
 
 
@@ -454,9 +449,9 @@ def test_a_dangling_symlink_at_the_database_path_is_refused(tmp_path: Path) -> N
     assert not target.exists()
 
 
-def test_the_console_on_a_damaged_database_closes_and_names_the_damage(db_path: Path) -> None:
-    import asyncio
-
+async def test_the_console_on_a_damaged_database_closes_and_names_the_damage(
+    db_path: Path,
+) -> None:
     from queuectl_tui.config import Settings
     from queuectl_tui.tui.app import QueueConsole
 
@@ -464,14 +459,10 @@ def test_the_console_on_a_damaged_database_closes_and_names_the_damage(db_path: 
     jobs_root = _root_page(db_path, "jobs")  # the schema stays readable: the console opens
     _overwrite_pages(db_path, range(jobs_root, jobs_root + 1))
 
-    async def open_console() -> QueueConsole:
-        console = QueueConsole(Settings(database=str(db_path)), cursor_blink=False)
-        async with console.run_test() as pilot:
-            deadline = time.monotonic() + 30
-            while console.fatal is None and time.monotonic() < deadline:
-                await pilot.pause(0.05)
-        return console
-
-    console = asyncio.run(open_console())
+    console = QueueConsole(Settings(database=str(db_path)))
+    async with console.run_test() as pilot:
+        deadline = time.monotonic() + 30
+        while console.fatal is None and time.monotonic() < deadline:
+            await pilot.pause(0.05)
     assert console.fatal is not None and console.return_code == 1
     assert str(db_path) in str(console.fatal) and "PRAGMA integrity_check" in str(console.fatal)

@@ -1,7 +1,10 @@
 """The operations console: jobs by state, workers and dead letters, live, from the keyboard.
 
-Reads happen in thread workers on the console's own reader connection and are skipped when
-`PRAGMA data_version` says nothing changed; writes go through `service`, like the CLI's.
+Reads happen in thread workers on the console's own reader connection. They start when the
+store's change feed says the queue changed (see listen.py), at most every `refresh` seconds
+under a stream of changes, and otherwise every few seconds for what moves with time alone;
+a read is skipped when `PRAGMA data_version` says nothing changed. Writes go through
+`service`, like the CLI's.
 
 Keys act on what the operator sees: each key is handled before the next one is routed, and a
 table whose view changed (pane, state, filter, page) is emptied at once until its new rows
@@ -21,6 +24,7 @@ from textual.app import App, ComposeResult, ScreenStackError
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.dom import DOMNode
+from textual.message import Message
 from textual.screen import ModalScreen
 from textual.timer import Timer
 from textual.widget import Widget
@@ -29,6 +33,7 @@ from textual.widgets import Footer, Input, Label, Static, Tab, TabbedContent, Ta
 from .. import service
 from ..config import Settings
 from ..display import printable
+from ..listen import ChangeListener
 from ..models import Job, JobState
 from ..store import Store, StoreCorrupt, StoreError
 from ..timeutil import now_ms
@@ -51,11 +56,16 @@ PAGE_SIZE = 100
 FULL_READ_EVERY_MS = 10_000  # throughput windows move with time even when nothing is written
 THROUGHPUT_EVERY_MS = 5_000  # per-minute rates: reading them at most this often is plenty
 FILTER_DELAY = 0.3
+QUIET_READ_EVERY = 5.0  # seconds between reads when the change feed reports nothing
 KEY_TIMEOUT = 1.0  # seconds: a key whose widget went away stops holding the keys after it
 STATE_TABS = actions.STATE_TABS
 PANE_TITLES = {Pane.JOBS: "Jobs", Pane.WORKERS: "Workers", Pane.DEAD: "Dead letters"}
 # Actions still allowed while a job's detail is open (modal dialogs allow none).
 DETAIL_ACTIONS = frozenset({"new_job", "help", "quit", "toggle_pause", "start_pool", "stop_pools"})
+
+
+class QueueChanged(Message):
+    """Something committed to the queue (posted from the change listener's thread)."""
 
 
 class QueueConsole(QueueOperations, App[None]):
@@ -76,7 +86,6 @@ class QueueConsole(QueueOperations, App[None]):
         config_path: str | None = None,
         clock: Clock = now_ms,
         page_size: int = PAGE_SIZE,
-        cursor_blink: bool = True,
     ) -> None:
         super().__init__()
         self.settings = settings
@@ -85,7 +94,6 @@ class QueueConsole(QueueOperations, App[None]):
         self.config_path = config_path
         self.clock = clock
         self.page_size = page_size
-        self.cursor_blink = cursor_blink
         self.reader: Store = service.open_queue(settings)
         self.writer: Store = service.open_queue(settings)
         self.pane = Pane.JOBS
@@ -105,6 +113,8 @@ class QueueConsole(QueueOperations, App[None]):
         self._more: dict[Pane, bool] = {}  # whether a page follows the one shown
         self._filter_timer: Timer | None = None
         self._next_read_at = 0.0
+        self._polled_at = 0.0
+        self._listener: ChangeListener | None = None
         self.closing = False
         # A damaged database stops the console; the command then reports it (run_dashboard).
         self.fatal: StoreCorrupt | None = None
@@ -139,16 +149,23 @@ class QueueConsole(QueueOperations, App[None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        self.query_one("#filter", Input).cursor_blink = self.cursor_blink
         self.query_one("#filter-bar").display = False
         self.summary.show(SummaryData(self.settings.database), self.clock(), self.paused)
         self.table_for(Pane.JOBS).focus()
-        self.set_interval(self.refresh_seconds, self.poll)
+        self._listener = ChangeListener(
+            lambda: service.open_queue(self.settings),
+            self._queue_changed,
+            gap=self.refresh_seconds,
+        )
+        self._listener.start()
+        self.set_interval(self.refresh_seconds, self.timed_poll)
         self.set_interval(1.0, self.tick)
         self.poll(force=True)
 
     def on_unmount(self) -> None:
         self.closing = True
+        if self._listener is not None:
+            self._listener.stop()
         self.workers.cancel_all()
         self.reader.close()
         self.writer.close()
@@ -258,6 +275,21 @@ class QueueConsole(QueueOperations, App[None]):
             self.query_one(f"#{pane.value}-status", Static).update(status)
         self.poll(force=True)
 
+    def _queue_changed(self) -> None:
+        self.post_message(QueueChanged())  # thread-safe: this runs in the listener's thread
+
+    def on_queue_changed(self, _message: QueueChanged) -> None:
+        self.poll()
+        if isinstance(self.screen, JobDetailScreen):
+            self.screen.load()
+
+    def timed_poll(self) -> None:
+        """With the change feed listening, only what moves with time needs a timed read."""
+        listening = self._listener is not None and self._listener.listening
+        if listening and time.monotonic() - self._polled_at < QUIET_READ_EVERY:
+            return
+        self.poll()
+
     def poll(self, force: bool = False) -> None:
         """Start one background read unless one is running (then read again after it)."""
         if self.paused and not force:
@@ -274,6 +306,7 @@ class QueueConsole(QueueOperations, App[None]):
         unchanged = last is not None and last.request == self.view_request()
         token = last.token if (last is not None and unchanged and not force) else None
         self._loading = True
+        self._polled_at = time.monotonic()
         last_rates = self._last_throughput
         rates = last_rates is None or now - last_rates >= THROUGHPUT_EVERY_MS or now < last_rates
         self.load(self.view_request(), token, now, rates)

@@ -51,7 +51,7 @@ class QueueOperations:
                 self.notify(f"Enqueued job {printable(job.id, True)}", markup=False)
                 self.poll(force=True)
 
-        self.push_screen(EnqueueScreen(self.enqueue_spec, self.clock, self.cursor_blink), done)
+        self.push_screen(EnqueueScreen(self.enqueue_spec, self.clock), done)
 
     def enqueue_spec(self: QueueConsole, spec: JobSpec) -> Job:  # type: ignore[misc]
         """Called from the form's thread worker."""
@@ -150,7 +150,7 @@ class QueueOperations:
             if count:
                 self.start_pool(count)
 
-        self.push_screen(StartPoolScreen(self.settings.default_workers, self.cursor_blink), chosen)
+        self.push_screen(StartPoolScreen(self.settings.default_workers), chosen)
 
     @work(thread=True, group="write")
     def start_pool(self: QueueConsole, count: int) -> None:

@@ -4,12 +4,13 @@ clock and no cursor blink, and a way to wait until a background read has landed.
 from __future__ import annotations
 
 import asyncio
-import inspect
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import Input
 
 from queuectl_tui.config import Settings
 from queuectl_tui.store import SQLiteStore
@@ -19,14 +20,16 @@ from queuectl_tui.tui.demo import DEMO_NOW, seed_demo
 MakeConsole = Callable[..., QueueConsole]
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
-    """Run `async def` tests in a fresh event loop (Textual's Pilot is asyncio based)."""
-    if not inspect.iscoroutinefunction(pyfuncitem.obj):
-        return None
-    names = pyfuncitem._fixtureinfo.argnames
-    asyncio.run(pyfuncitem.obj(**{name: pyfuncitem.funcargs[name] for name in names}))
-    return True
+@pytest.fixture(autouse=True)
+def steady_cursor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inputs do not blink in these tests, so that screenshots do not depend on the moment."""
+    made = Input.__init__
+
+    def steady(self: Input, *args: Any, **kwargs: Any) -> None:
+        made(self, *args, **kwargs)
+        self.cursor_blink = False
+
+    monkeypatch.setattr(Input, "__init__", steady)
 
 
 @pytest.fixture
@@ -50,7 +53,6 @@ def demo_store(demo_settings: Settings, tmp_path: Path) -> Iterator[SQLiteStore]
 def make_console(demo_settings: Settings) -> MakeConsole:
     def make(settings: Settings | None = None, **options: object) -> QueueConsole:
         options.setdefault("clock", lambda: DEMO_NOW)
-        options.setdefault("cursor_blink", False)
         return QueueConsole(settings or demo_settings, **options)  # type: ignore[arg-type]
 
     return make

@@ -174,6 +174,16 @@ async def test_a_job_enqueued_by_another_process_appears_by_itself(
         assert app.table_for(Pane.JOBS).keys[0] == "from-outside"
 
 
+async def test_a_change_shows_at_once_without_waiting_for_the_refresh_timer(
+    make_console, demo_store, wait_for, settle
+) -> None:
+    app = make_console(refresh=3600)  # the timer never fires: only the change feed can tell
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        demo_store.enqueue(JobSpec(id="told-by-the-feed", command="true", priority=9), 3, 1)
+        await wait_for(pilot, lambda: "told-by-the-feed" in app.table_for(Pane.JOBS).keys)
+
+
 async def test_the_cursor_stays_on_its_job_when_rows_arrive(
     make_console, demo_store, settle, wait_for
 ) -> None:

@@ -62,19 +62,16 @@ class EnqueueScreen(FormScreen[Job | None]):
         Binding("ctrl+s", "submit", "Enqueue"),
     ]
 
-    def __init__(
-        self, enqueue: Callable[[JobSpec], Job], clock: Callable[[], int], blink: bool = True
-    ) -> None:
+    def __init__(self, enqueue: Callable[[JobSpec], Job], clock: Callable[[], int]) -> None:
         super().__init__()
         self.enqueue = enqueue
         self.clock = clock
-        self.blink = blink
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="form"):
             yield Static(Text("New job", style="bold"), id="dialog-title")
             for name, label, placeholder in FIELDS:
-                yield Field(name, label, placeholder, blink=self.blink)
+                yield Field(name, label, placeholder)
             yield Static("", id="form-status")
             with Horizontal(id="dialog-buttons"):
                 yield Button("Enqueue", id="submit", variant="primary")

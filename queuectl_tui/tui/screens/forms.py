@@ -46,14 +46,12 @@ class Field(Horizontal):
         label: str,
         placeholder: str = "",
         value: str = "",
-        blink: bool = True,
     ) -> None:
         super().__init__(classes="field", id=f"field-{name}")
         self.field_name = name
         self.label = label
         self.placeholder = placeholder
         self.initial = value
-        self.blink = blink
 
     def compose(self) -> ComposeResult:
         yield Label(self.label, classes="field-label")
@@ -65,9 +63,6 @@ class Field(Horizontal):
             select_on_focus=False,
         )
         yield Static("", classes="field-error", id=f"error-{self.field_name}")
-
-    def on_mount(self) -> None:
-        self.input.cursor_blink = self.blink
 
     @property
     def input(self) -> Input:

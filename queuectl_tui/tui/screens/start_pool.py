@@ -34,10 +34,9 @@ class StartPoolScreen(FormScreen[int | None]):
         Binding("ctrl+s", "submit", "Start"),
     ]
 
-    def __init__(self, default_count: int, blink: bool = True) -> None:
+    def __init__(self, default_count: int) -> None:
         super().__init__()
         self.default_count = default_count
-        self.blink = blink
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="form"):
@@ -49,7 +48,7 @@ class StartPoolScreen(FormScreen[int | None]):
                     style="dim",
                 )
             )
-            yield Field("count", "Workers", "1-256", str(self.default_count), blink=self.blink)
+            yield Field("count", "Workers", "1-256", str(self.default_count))
             with Horizontal(id="dialog-buttons"):
                 yield Button("Cancel", id="cancel", variant="primary")
                 yield Button("Start", id="submit", variant="error")
