@@ -12,11 +12,13 @@ from engine_helpers import Queue
 from queuectl_tui.engine import events
 from queuectl_tui.store import open_store
 
+from helpers import backend_location
+
 
 @pytest.fixture
-def queue(tmp_path: Path) -> Iterator[Queue]:
-    """A temporary database; pool processes started through it are killed afterwards."""
-    q = Queue(tmp_path)
+def queue(backend: str, tmp_path: Path) -> Iterator[Queue]:
+    """A new queue of `backend`; pool processes started on it are killed afterwards."""
+    q = Queue(tmp_path, backend_location(backend, tmp_path))
     try:
         yield q
     finally:
@@ -24,9 +26,10 @@ def queue(tmp_path: Path) -> Iterator[Queue]:
 
 
 @pytest.fixture
-def database(tmp_path: Path) -> Iterator[Path]:
-    """A new, empty queue database for in-process pools; their log handlers go afterwards."""
-    path = tmp_path / "queue.db"
-    open_store(path).close()
-    yield path
+def database(backend: str, tmp_path: Path) -> Iterator[str]:
+    """Where a new, empty queue of `backend` lives, for in-process pools; their log handlers
+    go afterwards."""
+    location = backend_location(backend, tmp_path)
+    open_store(location).close()
+    yield location
     logging.getLogger(events.LOGGER_NAME).handlers.clear()

@@ -96,13 +96,18 @@ class PoolProcess:
 class Queue:
     """A temporary database with helpers to run the CLI and pools against it."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, location: str) -> None:
         self.root = root
         self.env = clean_env()
-        self.db = root / "queue.db"
+        self.location = location  # a path or a URL
         self.config: Path | None = None
         self.pools: list[PoolProcess] = []
-        open_store(self.db).close()
+        open_store(location).close()
+
+    @property
+    def db(self) -> Path:
+        """The database file, for tests of SQLite's files (marked sqlite_only)."""
+        return Path(self.location)
 
     def configure(self, **settings: Any) -> Path:
         self.config = self.root / "config.json"
@@ -113,7 +118,7 @@ class Queue:
         command = [sys.executable, "-m", "queuectl_tui"]
         if self.config is not None:
             command += ["--config", str(self.config)]
-        return [*command, "--db", str(self.db)]
+        return [*command, "--db", self.location]
 
     def cli(
         self, *args: str, check: bool = True, timeout: float = 30
@@ -132,7 +137,7 @@ class Queue:
 
     def start_pool(self, count: int = 2, wait: bool = True) -> PoolProcess:
         log_path = self.root / f"pool-{len(self.pools) + 1}.log"
-        command = pool_command(self.db, PoolOptions(count, "json"), self.config)
+        command = pool_command(self.location, PoolOptions(count, "json"), self.config)
         with open(log_path, "wb") as log:
             # Its own session: a Ctrl+C in the terminal running pytest does not reach it.
             proc = subprocess.Popen(
@@ -152,7 +157,7 @@ class Queue:
 
     @contextlib.contextmanager
     def store(self) -> Iterator[Store]:
-        store = open_store(self.db)
+        store = open_store(self.location)
         try:
             yield store
         finally:
@@ -211,7 +216,7 @@ class Queue:
 
 class InProcessPool:
     def __init__(
-        self, database: Path, count: int, log: io.StringIO | None = None, **settings: Any
+        self, database: str, count: int, log: io.StringIO | None = None, **settings: Any
     ) -> None:
         self.log = log or io.StringIO()
         events.configure("json", stream=self.log)

@@ -212,6 +212,7 @@ def test_the_next_pool_stops_what_a_killed_pool_left_in_its_cgroups(queue: Queue
 # -- the job's environment -----------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only  # a file's resolved path; another backend passes its URL
 def test_a_job_gets_the_pool_s_database_in_queuectl_db(queue: Queue) -> None:
     """A job that enqueues more work reaches the queue that runs it, whatever QUEUECTL_DB
     the pool's own environment held."""

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.slow
 
 def start_raw_pool(queue: Queue, count: int = 1, **popen: object) -> subprocess.Popen[bytes]:
     """A pool process whose output the test wires itself (start_pool logs to a file)."""
-    command = pool_command(queue.db, PoolOptions(count, "json"), queue.config)
+    command = pool_command(queue.location, PoolOptions(count, "json"), queue.config)
     popen = {"stdout": subprocess.DEVNULL, "stderr": subprocess.STDOUT, **popen}
     return subprocess.Popen(
         command,
@@ -73,7 +73,7 @@ def test_closing_the_terminal_of_a_foreground_pool_lets_its_job_finish_once(
     marks = queue.root / "m"
     job_id = queue.enqueue(f"echo start >> {marks}; sleep 2; echo end >> {marks}", "tty")
     master, slave = os.openpty()
-    command = pool_command(queue.db, PoolOptions(1, "human"), queue.config)
+    command = pool_command(queue.location, PoolOptions(1, "human"), queue.config)
     # A new session leader makes the pty its controlling terminal, then becomes the pool.
     take_the_terminal = (
         "import fcntl, os, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
@@ -158,6 +158,7 @@ def test_a_frozen_pool_shows_hung_then_another_pool_kills_it_and_recovers_its_jo
     assert listed_status(queue, worker.id) == "lost"
 
 
+@pytest.mark.sqlite_only
 def test_neither_a_long_lock_nor_a_pause_of_every_pool_gets_a_healthy_pool_killed(
     queue: Queue,
 ) -> None:
@@ -204,7 +205,7 @@ def hang_when_finished(monkeypatch: pytest.MonkeyPatch, command: str) -> threadi
 
 
 def test_a_hung_dispatcher_stops_the_heartbeat_and_a_stop_still_ends_the_pool(
-    database: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    database: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     release = hang_when_finished(monkeypatch, "echo stuck")
     pidfile = tmp_path / "long.pid"
@@ -308,6 +309,7 @@ def test_ctrl_c_right_after_worker_start_exits_quietly(queue: Queue) -> None:
 
 
 # -- a database deleted under a running pool ---------------------------------------------------
+@pytest.mark.sqlite_only
 def test_a_pool_stops_when_its_database_file_is_deleted(queue: Queue) -> None:
     pidfile = queue.root / "child.pid"
     pool = queue.start_pool(count=1)

@@ -25,7 +25,7 @@ def test_a_producer_committing_back_to_back_never_makes_the_pool_give_up(
     jobs = 2000
     producer = [
         sys.executable, "-m", "queuectl_tui.bench.producer",
-        str(queue.db), "fed-", str(jobs), "0", str(tmp_path / "producer.json"),
+        queue.location, "fed-", str(jobs), "0", str(tmp_path / "producer.json"),
     ]  # fmt: skip
     subprocess.run(producer, check=True, capture_output=True, timeout=300, env=queue.env)
     queue.wait_all_completed(jobs, timeout=120)
@@ -61,7 +61,7 @@ def test_a_long_bulk_enqueue_neither_stops_supervision_nor_makes_the_pool_give_u
     pool = queue.start_pool(count=2)
     pid = int(wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), what="victim"))
     marker = tmp_path / "bulk-holding"
-    bulk = subprocess.Popen([sys.executable, "-c", _SLOW_BULK, str(queue.db), str(marker)])
+    bulk = subprocess.Popen([sys.executable, "-c", _SLOW_BULK, queue.location, str(marker)])
     try:
         wait_until(lambda: marker.exists(), what="the bulk enqueue to hold the write lock")
         wait_until(lambda: not process_alive(pid), timeout=30, what="the timeout to kill it")

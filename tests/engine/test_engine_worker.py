@@ -21,12 +21,12 @@ from queuectl_tui.store import SQLiteStore, StoreBusyError, open_store
 from queuectl_tui.timeutil import now_ms
 
 
-def enqueue(database: Path, job_id: str, command: str, **fields: Any) -> None:
+def enqueue(database: str, job_id: str, command: str, **fields: Any) -> None:
     with open_store(database) as store:
         store.enqueue(JobSpec(job_id, command, **fields), 0, now_ms())
 
 
-def get(database: Path, job_id: str):
+def get(database: str, job_id: str):
     with open_store(database) as store:
         job = store.get(job_id)
     assert job is not None
@@ -34,7 +34,7 @@ def get(database: Path, job_id: str):
 
 
 def test_a_bug_while_starting_a_job_fails_that_job_and_the_pool_carries_on(
-    database: Path, monkeypatch: pytest.MonkeyPatch
+    database: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     real = dispatch.job_environment
 
@@ -74,7 +74,7 @@ def crash_when_finished(monkeypatch: pytest.MonkeyPatch, command: str) -> None:
 
 
 def test_a_crashed_dispatcher_records_its_jobs_and_fresh_workers_take_over(
-    database: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    database: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     crash_when_finished(monkeypatch, "echo boom")
     pidfile = tmp_path / "victim.pid"
@@ -100,8 +100,9 @@ def test_a_crashed_dispatcher_records_its_jobs_and_fresh_workers_take_over(
     assert all(w.status is WorkerStatus.STOPPED for w in workers.values())
 
 
+@pytest.mark.sqlite_only
 def test_a_database_locked_beyond_the_busy_timeout_is_retried_not_lost(
-    database: Path, monkeypatch: pytest.MonkeyPatch
+    database: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     failures = {"claim": 2, "settle": 3}
     real_exchange = SQLiteStore.exchange
@@ -113,12 +114,12 @@ def test_a_database_locked_beyond_the_busy_timeout_is_retried_not_lost(
             raise StoreBusyError("the database stayed locked for 60 s")
         return real_exchange(self, settlements, claimants, *args, **kwargs)
 
-    enqueue(database, "steady", "echo once >> " + str(database.parent / "runs"))
+    enqueue(database, "steady", "echo once >> " + str(tmp_path / "runs"))
     monkeypatch.setattr(SQLiteStore, "exchange", locked)
     pool = InProcessPool(database, count=1)
     wait_until(lambda: get(database, "steady").state is JobState.COMPLETED, what="steady")
     assert pool.stop() == 0
-    assert (database.parent / "runs").read_text() == "once\n"
+    assert (tmp_path / "runs").read_text() == "once\n"
     with open_store(database) as store:
         assert [a.outcome for a in store.attempts("steady")] == [Outcome.COMPLETED]
     retried = pool.events("database error, retrying")
@@ -126,7 +127,7 @@ def test_a_database_locked_beyond_the_busy_timeout_is_retried_not_lost(
     assert len(retried) == 5
 
 
-def test_a_worker_declared_lost_while_alive_registers_again(database: Path) -> None:
+def test_a_worker_declared_lost_while_alive_registers_again(database: str) -> None:
     pool = InProcessPool(database, count=1)
     with open_store(database) as store:
         [worker] = store.list_workers()
@@ -170,7 +171,8 @@ def test_json_log_lines_parse() -> None:
     assert second["level"] == "warning"
 
 
-def test_a_locked_database_does_not_hold_up_timeouts(database: Path, tmp_path: Path) -> None:
+@pytest.mark.sqlite_only
+def test_a_locked_database_does_not_hold_up_timeouts(database: str, tmp_path: Path) -> None:
     pidfile = tmp_path / "victim.pid"
     enqueue(database, "victim", f"echo $$ > {pidfile}; exec sleep 30", timeout=1.0, max_retries=0)
     pool = InProcessPool(database, count=2)
@@ -207,7 +209,7 @@ class FlakyLog(io.StringIO):
         return super().write(text)
 
 
-def test_a_log_that_cannot_be_written_harms_no_job(database: Path) -> None:
+def test_a_log_that_cannot_be_written_harms_no_job(database: str) -> None:
     log = FlakyLog()
     enqueue(database, "long", "sleep 1; echo finished", max_retries=0)
     pool = InProcessPool(database, count=2, log=log)
@@ -223,7 +225,7 @@ def test_a_log_that_cannot_be_written_harms_no_job(database: Path) -> None:
 
 
 def test_a_crash_also_stops_what_a_finished_command_left_behind(
-    database: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    database: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     crash_when_finished(monkeypatch, "echo boom")
     pidfile, ready = tmp_path / "leftover.pid", tmp_path / "ready"
@@ -243,7 +245,7 @@ def test_a_crash_also_stops_what_a_finished_command_left_behind(
     assert pool.stop() == 0
 
 
-def test_jobs_one_at_a_time_are_spread_over_the_workers(database: Path) -> None:
+def test_jobs_one_at_a_time_are_spread_over_the_workers(database: str) -> None:
     pool = InProcessPool(database, count=3)
     for number in range(6):
         enqueue(database, f"one-{number}", "true")
