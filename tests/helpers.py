@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from queuectl_tui.models import JobSpec, parse_job_spec
 from queuectl_tui.store import Store, open_store
@@ -18,6 +20,20 @@ def spec(**fields: object) -> JobSpec:
     """A validated job spec; the command defaults to `true`."""
     fields.setdefault("command", "true")
     return parse_job_spec(fields)
+
+
+def wait_until(
+    predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02, what: str = ""
+) -> Any:
+    """Wait for `predicate` to hold (returning its value), up to a generous `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what or predicate}")
+        time.sleep(interval)
 
 
 def clean_env(**extra: str) -> dict[str, str]:

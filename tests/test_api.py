@@ -14,7 +14,7 @@ from queuectl_tui import Queue
 from queuectl_tui.errors import InvalidInput, NotFound
 from queuectl_tui.models import JobState
 
-from helpers import clean_env
+from helpers import clean_env, wait_until
 
 
 def test_a_job_enqueued_from_python_is_stored_durably(tmp_path: Path) -> None:
@@ -104,7 +104,9 @@ def test_a_dead_job_is_retried_from_python_after_a_pool_ran_it(tmp_path: Path) -
             stderr=subprocess.DEVNULL,
         )
         try:
-            _wait(lambda: queue.get("bad").state is JobState.DEAD, "the job to die")
+            wait_until(
+                lambda: queue.get("bad").state is JobState.DEAD, timeout=60, what="the job to die"
+            )
         finally:
             pool.send_signal(signal.SIGTERM)
             pool.wait(timeout=60)
@@ -120,12 +122,3 @@ def test_importing_the_package_does_not_load_the_api() -> None:
     script = "import sys, queuectl_tui; print('queuectl_tui.api' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert result.stdout.strip() == "False"
-
-
-def _wait(condition, what: str, timeout: float = 60.0) -> None:
-    import time
-
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)

@@ -19,7 +19,7 @@ import pytest
 from queuectl_tui.store import ForeignDatabaseError, SQLiteStore, StoreBusyError, StoreCorrupt
 from queuectl_tui.store.schema import APPLICATION_ID, MIGRATIONS
 
-from helpers import RunCli, clean_env, spec
+from helpers import RunCli, clean_env, spec, wait_until
 
 NOW = 1_700_000_000_000
 READ_COMMANDS = (
@@ -358,15 +358,6 @@ def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _wait_until(condition, what: str) -> None:  # type: ignore[no-untyped-def]
-    import time
-
-    deadline = time.monotonic() + 30
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(("setting", "expected"), [(None, 0o600), ("660", 0o660)])
 def test_files_get_the_file_mode_under_umask_022(
@@ -383,12 +374,12 @@ def test_files_get_the_file_mode_under_umask_022(
     assert started.returncode == 0, started.stderr
     try:
         log = tmp_path / "q.db.workers.log"
-        _wait_until(lambda: db.exists() and log.exists(), "the pool's files")
+        wait_until(lambda: db.exists() and log.exists(), timeout=30, what="the pool's files")
         enqueued = _cli(tmp_path, *base, "enqueue", '{"id":"a","command":"echo secret"}')
         assert enqueued.returncode == 0, enqueued.stderr
         # While the pool holds its connections, the -wal and -shm files exist.
-        _wait_until(lambda: (tmp_path / "q.db-wal").exists(), "the -wal file")
-        _wait_until(lambda: (tmp_path / "q.db-shm").exists(), "the -shm file")
+        wait_until(lambda: (tmp_path / "q.db-wal").exists(), timeout=30, what="the -wal file")
+        wait_until(lambda: (tmp_path / "q.db-shm").exists(), timeout=30, what="the -shm file")
         for path in (db, tmp_path / "q.db-wal", tmp_path / "q.db-shm", log):
             assert _mode(path) == expected, (path.name, oct(_mode(path)))
     finally:

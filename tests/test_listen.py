@@ -9,16 +9,9 @@ from pathlib import Path
 from queuectl_tui.listen import ChangeListener
 from queuectl_tui.store import open_store
 
-from helpers import spec
+from helpers import spec, wait_until
 
 NOW = 1_700_000_000_000
-
-
-def wait_until(condition, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.01)
 
 
 def test_the_first_change_is_told_and_a_burst_after_it_is_told_once_more(tmp_path: Path) -> None:

@@ -12,8 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -25,24 +24,11 @@ from queuectl_tui.models import Attempt, Job, JobSpec, JobState, Worker
 from queuectl_tui.store import Store, open_store
 from queuectl_tui.timeutil import now_ms
 
-from helpers import clean_env
+from helpers import clean_env, wait_until
 
 # True if a pid is a live process (zombies, which a container's init may never reap, count
 # as gone): the pool's own check.
 process_alive = pid_alive
-
-
-def wait_until(
-    predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02, what: str = ""
-) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what or predicate}")
-        time.sleep(interval)
 
 
 class PoolProcess:
