@@ -1,5 +1,5 @@
 """Fixtures for the console's tests: a seeded demo database, a console on it with a fixed
-clock and no cursor blink, and a way to wait until a background read has landed."""
+clock, no cursor blink and no animation, and a way to wait until a background read has landed."""
 
 from __future__ import annotations
 
@@ -53,7 +53,9 @@ def demo_store(demo_settings: Settings, tmp_path: Path) -> Iterator[SQLiteStore]
 def make_console(demo_settings: Settings) -> MakeConsole:
     def make(settings: Settings | None = None, **options: object) -> QueueConsole:
         options.setdefault("clock", lambda: DEMO_NOW)
-        return QueueConsole(settings or demo_settings, **options)  # type: ignore[arg-type]
+        console = QueueConsole(settings or demo_settings, **options)  # type: ignore[arg-type]
+        console.animation_level = "none"  # tabs switch at once: no frame depends on timing
+        return console
 
     return make
 
