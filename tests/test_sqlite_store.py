@@ -12,7 +12,7 @@ from store_helpers import NOW, POLICY, claim, settle
 
 from queuectl_tui.models import JobState, Outcome
 from queuectl_tui.store import SQLiteStore, StoreError
-from queuectl_tui.store.sqlite import NEXT_READY_SQL
+from queuectl_tui.store.sqlite.store import NEXT_READY_SQL
 
 from helpers import spec
 

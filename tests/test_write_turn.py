@@ -93,7 +93,7 @@ def test_a_durable_write_syncs_the_wal_after_passing_the_turn_on(
     the write turn, so that the next writer's transaction runs meanwhile."""
     import fcntl
 
-    from queuectl_tui.store import sqlite
+    from queuectl_tui.store.sqlite import store as sqlite
 
     db = tmp_path / "q.db"
     synced: list[tuple[str, bool]] = []

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..files import DEFAULT_FILE_MODE, create_exclusive
-from ..lifecycle import RetryPolicy, after_attempt
-from ..models import (
+from ...files import DEFAULT_FILE_MODE, create_exclusive
+from ...lifecycle import RetryPolicy, after_attempt
+from ...models import (
     ACTIVE_WORKER_STATUSES,
     STATES,
     Attempt,
@@ -31,7 +31,7 @@ from ..models import (
     Worker,
     WorkerStatus,
 )
-from .base import (
+from ..base import (
     BulkEnqueueResult,
     ChangeFeed,
     DuplicateJobError,

@@ -9,7 +9,7 @@ import sqlite3
 import stat
 from urllib.parse import quote
 
-from .base import ForeignDatabaseError, StoreCorrupt, StoreError
+from ..base import ForeignDatabaseError, StoreCorrupt, StoreError
 from .schema import APPLICATION_ID, SCHEMA_VERSION, TABLES
 
 

@@ -21,7 +21,7 @@ import os
 import stat
 import threading
 
-from ..files import create_exclusive
+from ...files import create_exclusive
 
 log = logging.getLogger("queuectl.store")
 
