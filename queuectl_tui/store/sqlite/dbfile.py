@@ -10,7 +10,10 @@ import stat
 from urllib.parse import quote
 
 from ..base import ForeignDatabaseError, StoreCorrupt, StoreError
-from .schema import APPLICATION_ID, SCHEMA_VERSION, TABLES
+from .migrations import APPLICATION_ID, SCHEMA_VERSION
+
+# The tables of every queue: how one made before the application_id stamp is known.
+TABLES = frozenset({"jobs", "attempts", "workers", "stop_requests", "state_counts"})
 
 
 class FileKind(enum.Enum):

@@ -37,7 +37,6 @@ from ..base import (
     DuplicateJobError,
     EnqueueResult,
     Exchange,
-    ForeignDatabaseError,
     QueueStats,
     Settlement,
     SettleResult,
@@ -46,9 +45,10 @@ from ..base import (
     StoreError,
     StoreWaitingError,
 )
+from . import migrations
 from .changes import SQLiteChangeFeed
 from .dbfile import FileKind, newer_schema_error, recognise, store_error
-from .schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+from .migrations import SCHEMA_VERSION
 from .writelock import WriteTurn
 
 log = logging.getLogger("queuectl.store")
@@ -357,25 +357,10 @@ class SQLiteStore(Store):
         conn.execute("PRAGMA journal_size_limit = 16777216")
 
     def _migrate(self) -> None:
-        """Bring the schema up to date and stamp the file as a queue (an earlier queuectl
-        made databases without the stamp)."""
+        """Bring the schema up to date and stamp the file as a queue (see migrations.py)."""
         assert self._conn is not None
-        version = self._conn.execute("PRAGMA user_version").fetchone()[0]
-        stamp = self._conn.execute("PRAGMA application_id").fetchone()[0]
-        if version == SCHEMA_VERSION and stamp == APPLICATION_ID:
-            return
-
-        def apply(conn: sqlite3.Connection) -> None:
-            current = conn.execute("PRAGMA user_version").fetchone()[0]  # re-read under lock
-            if current == 0 and conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
-                raise ForeignDatabaseError(self.location, "it holds tables of another application")
-            for number in range(current, SCHEMA_VERSION):
-                for statement in _split_sql(MIGRATIONS[number]):
-                    conn.execute(statement)
-                conn.execute(f"PRAGMA user_version = {number + 1}")
-            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-
-        self._write(apply, durable=True)
+        if not migrations.is_current(self._conn):
+            self._write(lambda conn: migrations.upgrade(conn, self.location), durable=True)
 
     def close(self) -> None:
         with self._lock:
@@ -1033,18 +1018,3 @@ def _summary(values: list[int]) -> dict[str, float | None]:
         return float(ordered[min(len(ordered) - 1, int(fraction * len(ordered)))])
 
     return {"avg": sum(ordered) / len(ordered), "p50": pick(0.50), "p95": pick(0.95)}
-
-
-def _split_sql(script: str) -> list[str]:
-    """Split a migration into statements; sqlite3.complete_statement keeps trigger bodies whole."""
-    statements: list[str] = []
-    buffer = ""
-    for line in script.splitlines(keepends=True):
-        buffer += line
-        if sqlite3.complete_statement(buffer):
-            if buffer.strip():
-                statements.append(buffer.strip())
-            buffer = ""
-    if buffer.strip():
-        statements.append(buffer.strip())
-    return statements
