@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from store_helpers import NOW, POLICY, claim, settle
+from store_helpers import NOW, POLICY, claim, settle, sqlite_file
 
 from queuectl_tui.models import JobState, Outcome
 from queuectl_tui.store import SQLiteStore, StoreError
@@ -32,15 +32,17 @@ def test_a_job_deleted_by_hand_leaves_the_all_time_totals_as_they_were(
     for number in range(2):
         settle(store, claim(store, now=NOW + number), now=NOW + 10 + number)
     assert store.stats(NOW + 100).attempts_total == 2
-    with store._conn:
-        store._conn.execute("DELETE FROM jobs WHERE id = 'j0'")
+    with sqlite_file(store.location, writable=True) as conn:
+        conn.execute("DELETE FROM jobs WHERE id = 'j0'")
+        assert conn.execute("SELECT count(*) FROM attempts").fetchone()[0] == 1  # j0's went with it
     assert store.stats(NOW + 100).attempts_total == 2
 
 
 def test_orphans_of_unknown_workers_are_recovered(store: SQLiteStore) -> None:
     store.enqueue(spec(id="a"), 3, NOW)
     claim(store, "vanished")
-    store._conn.execute("DELETE FROM workers WHERE id = 'vanished'")
+    with sqlite_file(store.location, writable=True) as conn:
+        conn.execute("DELETE FROM workers WHERE id = 'vanished'")
     assert [j.id for j in store.recover_orphans([], POLICY, NOW + 1)] == ["a"]
 
 
@@ -68,7 +70,8 @@ def test_jobs_survive_reopening(db_path: Path) -> None:
     first.close()
     second = SQLiteStore(db_path)
     assert second.get("a").state is JobState.PENDING
-    assert second._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    with sqlite_file(db_path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     second.close()
 
 
@@ -89,6 +92,7 @@ def test_newer_schema_is_refused(db_path: Path) -> None:
 
 
 def test_claim_uses_the_ready_index(store: SQLiteStore) -> None:
-    plan = store._conn.execute("EXPLAIN QUERY PLAN " + NEXT_READY_SQL, (1,)).fetchall()
+    with sqlite_file(store.location) as conn:
+        plan = conn.execute("EXPLAIN QUERY PLAN " + NEXT_READY_SQL, (1,)).fetchall()
     text = " ".join(str(row) for row in plan)
     assert "jobs_ready" in text and "TEMP B-TREE" not in text

@@ -93,8 +93,6 @@ def test_a_durable_write_syncs_the_wal_after_passing_the_turn_on(
     the write turn, so that the next writer's transaction runs meanwhile."""
     import fcntl
 
-    from queuectl_tui.store.sqlite import store as sqlite
-
     db = tmp_path / "q.db"
     synced: list[tuple[str, bool]] = []
     real_fsync = os.fdatasync
@@ -113,7 +111,7 @@ def test_a_durable_write_syncs_the_wal_after_passing_the_turn_on(
 
     with SQLiteStore(db) as store:
         store.enqueue(spec(id="warm-up"), 3, NOW)
-        monkeypatch.setattr(sqlite.os, "fdatasync", watching_fsync)
+        monkeypatch.setattr(os, "fdatasync", watching_fsync)
         store.enqueue(spec(id="a"), 3, NOW)
         assert synced == [(f"{db}-wal", True)]
         synced.clear()
