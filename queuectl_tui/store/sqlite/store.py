@@ -3,21 +3,17 @@ state change, so that claims are atomic across threads and separate OS processes
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import operator
-import os
 import sqlite3
-import threading
-import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ...files import DEFAULT_FILE_MODE, create_exclusive
+from ...files import DEFAULT_FILE_MODE
 from ...lifecycle import RetryPolicy, after_attempt
 from ...models import (
     ACTIVE_WORKER_STATUSES,
@@ -41,15 +37,9 @@ from ..base import (
     Settlement,
     SettleResult,
     Store,
-    StoreBusyError,
-    StoreError,
-    StoreWaitingError,
 )
-from . import migrations
 from .changes import SQLiteChangeFeed
-from .dbfile import FileKind, newer_schema_error, recognise, store_error
-from .migrations import SCHEMA_VERSION
-from .writelock import WriteTurn
+from .connection import Database
 
 log = logging.getLogger("queuectl.store")
 
@@ -144,22 +134,6 @@ def _bulk_insert(batch: Sequence[JobSpec]) -> tuple[str, str]:
     return sql, json.dumps(rows, ensure_ascii=False)
 
 
-# One lock per database file per process. The threads of one pool take turns for the write
-# lock here, where a release wakes the next waiter at once, rather than in SQLite's busy
-# handler, which sleeps 1, 2, 5, 10 ... ms between tries: under a busy pool that sleeping cost
-# a quarter of all CPU samples. Separate processes still meet at SQLite's own lock.
-_WRITE_LOCKS: dict[str, threading.Lock] = {}
-_WRITE_LOCKS_GUARD = threading.Lock()
-
-
-def _process_write_lock(location: str) -> threading.Lock:
-    if location == ":memory:":
-        return threading.Lock()  # every in-memory connection is a database of its own
-    key = os.path.realpath(os.path.expanduser(location))
-    with _WRITE_LOCKS_GUARD:
-        return _WRITE_LOCKS.setdefault(key, threading.Lock())
-
-
 # Parameters per IN (...) list; SQLite allows 32,766 but smaller chunks keep statements cheap.
 _CHUNK = 500
 
@@ -195,11 +169,6 @@ def _count_inserted(conn: sqlite3.Connection, created: int) -> None:
         conn.execute("UPDATE state_counts SET n = n + ? WHERE state = 'pending'", (created,))
 
 
-def _is_locked(error: sqlite3.OperationalError) -> bool:
-    text = str(error).lower()
-    return "locked" in text or "busy" in text
-
-
 def _chunks(items: Sequence[T], size: int = _CHUNK) -> Iterator[Sequence[T]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
@@ -207,27 +176,6 @@ def _chunks(items: Sequence[T], size: int = _CHUNK) -> Iterator[Sequence[T]]:
 
 def _placeholders(count: int) -> str:
     return ",".join("?" * count)
-
-
-class _WalFile:
-    """A read-only descriptor on the database's WAL, for fsync (Linux and the BSDs sync
-    through any descriptor). Reopened when the WAL was replaced."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.fd: int | None = None
-
-    def reopen(self) -> None:
-        self.close()
-        try:
-            self.fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
-        except FileNotFoundError:
-            self.fd = None  # no WAL now: the commit is in the database, synced
-
-    def close(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
 
 
 class SQLiteStore(Store):
@@ -243,246 +191,18 @@ class SQLiteStore(Store):
         With `create_at_open` false a missing file is created only by the first write; until
         then reads answer from an empty queue, so that reading never creates a database."""
         self.location = str(path)
-        self._busy_timeout = busy_timeout
-        self._lock_retry_seconds = lock_retry_seconds
-        self._file_mode = file_mode
-        self._lock = threading.RLock()
-        self._write_lock = _process_write_lock(self.location)
-        self._turn = WriteTurn(self.location, file_mode)  # used only once on the file
-        self._stand_in = False  # connected to an empty in-memory queue, not to the file
-        self._conn: sqlite3.Connection | None = None
-        self._on_file = False  # connected to the file itself (not to :memory:)
-        self._connections = 0  # how many it has had: a stand-in and then the file
-        self._wal: _WalFile | None = None  # the file's WAL, synced after durable writes
-        with self._sqlite_errors():
-            self._open(create=create_at_open)
-
-    # -- connection --------------------------------------------------------------------------
-    def _open(self, create: bool) -> None:
-        """Connect to the file once it is known to be a queue (or new); any other file is
-        refused before anything in it changes."""
-        if self.location == ":memory:":
-            self._attach(":memory:")
-            return
-        kind = recognise(self.location)
-        if kind is FileKind.ABSENT:
-            self._check_folder()
-        if kind is not FileKind.QUEUE and not create:
-            self._attach(":memory:")
-            self._stand_in = True
-            return
-        if kind is FileKind.ABSENT:
-            self._create_file()
-        was_stand_in, self._stand_in = self._stand_in, False
-        try:
-            self._attach(self.location)
-        except BaseException:
-            self._stand_in = was_stand_in
-            raise
-
-    def _check_folder(self) -> None:
-        parent = Path(self.location).expanduser().parent
-        if not parent.is_dir():
-            raise StoreError(f"the folder for the database does not exist: {parent}")
-
-    def _create_file(self) -> None:
-        """Create the database file first, so that it (and the -wal and -shm files SQLite
-        gives the same mode) has the queue's permissions whatever the umask."""
-        try:
-            created = create_exclusive(self.location, self._file_mode)
-        except OSError as error:
-            raise StoreError(f"cannot create database {self.location}: {error.strerror}") from None
-        # Not created: another process made it meanwhile (look again), or a symlink to nowhere
-        # is in the way, which SQLite would follow to create a file elsewhere.
-        if not created and recognise(self.location) is FileKind.ABSENT:
-            raise StoreError(
-                f"cannot create database {self.location}: it is a symbolic link to nothing"
-            )
-
-    def _attach(self, location: str) -> None:
-        conn = sqlite3.connect(
-            location,
-            timeout=self._busy_timeout,
-            isolation_level=None,  # we issue BEGIN/COMMIT ourselves
-            check_same_thread=False,
+        self._db = Database(
+            self.location, busy_timeout, lock_retry_seconds, file_mode, create=create_at_open
         )
-        previous, was_on_file = self._conn, self._on_file
-        self._on_file = location != ":memory:"  # a stand-in's writes need no turn
-        try:
-            # Before WAL mode is set: that would rewrite the header of a file we then refuse.
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise newer_schema_error(self.location, version)
-            self._conn = conn
-            self._configure(in_memory=location == ":memory:")
-            self._migrate()
-        except BaseException:
-            self._conn, self._on_file = previous, was_on_file
-            conn.close()
-            raise
-        self._connections += 1
-        if previous is not None:
-            previous.close()
-
-    def _connection(self) -> sqlite3.Connection:
-        """The connection to read from; a stand-in gives way to the file once there is one."""
-        if self._stand_in and recognise(self.location) is FileKind.QUEUE:
-            self._open(create=False)
-        assert self._conn is not None
-        return self._conn
-
-    @contextlib.contextmanager
-    def _sqlite_errors(self) -> Iterator[None]:
-        try:
-            yield
-        except sqlite3.Error as error:
-            raise store_error(self.location, error) from None
-
-    def _configure(self, in_memory: bool) -> None:
-        conn = self._conn
-        assert conn is not None
-        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-        if mode.lower() != "wal" and not in_memory:
-            log.warning("database %s is in %s journal mode, not WAL", self.location, mode)
-        if self._wal is not None:
-            self._wal.close()
-        self._wal = _WalFile(self._wal_path()) if mode.lower() == "wal" and not in_memory else None
-        # NORMAL in WAL mode survives application crashes; only a power loss can drop the
-        # last transitions, which merely re-runs jobs. An enqueue is durable: its commit is
-        # synced before it returns (see _sync_wal).
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA foreign_keys = ON")
-        # The WAL is reused from its start after each checkpoint; this caps the size it keeps
-        # on disk after a burst (a bulk enqueue or a busy pool can grow it to tens of MB).
-        conn.execute("PRAGMA journal_size_limit = 16777216")
-
-    def _migrate(self) -> None:
-        """Bring the schema up to date and stamp the file as a queue (see migrations.py)."""
-        assert self._conn is not None
-        if not migrations.is_current(self._conn):
-            self._write(lambda conn: migrations.upgrade(conn, self.location), durable=True)
 
     def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-            if self._wal is not None:
-                self._wal.close()
-            self._turn.close()
-
-    def _write(self, body: Callable[[sqlite3.Connection], T], durable: bool = False) -> T:
-        """Run `body` in one BEGIN IMMEDIATE transaction and commit it.
-
-        BEGIN IMMEDIATE takes SQLite's single write lock before anything is read, so a
-        read-then-update inside `body` cannot interleave with any other writer, in this
-        process or another. Only taking the lock is retried (with backoff, beyond the busy
-        timeout): `body` runs once, and any failure after it started rolls everything back."""
-        with self._lock, self._sqlite_errors():
-            if self._stand_in:
-                self._open(create=True)  # the first write creates the database
-            sync_after = durable and self._wal is not None
-            with self._process_turn():
-                result = self._transaction(body, durable and not sync_after)
-            if sync_after:
-                self._sync_wal()
-            return result
-
-    def _sync_wal(self) -> None:
-        """Make the commit just made durable by syncing the WAL, after the write turn was
-        passed on: the next writer's transaction runs while this one waits for the disk.
-        What SQLite's synchronous=FULL would sync at commit is exactly this file; if a
-        checkpoint has meanwhile copied the commit into the database, SQLite synced that
-        first (it syncs the database after every checkpoint, even in NORMAL mode)."""
-        wal = self._wal
-        assert wal is not None
-        try:
-            if wal.fd is None or os.fstat(wal.fd).st_nlink == 0:  # none yet, or replaced
-                wal.reopen()
-            if wal.fd is not None:
-                os.fdatasync(wal.fd)
-        except OSError as error:
-            raise StoreError(
-                f"the write to {self.location} was made but may not survive a power loss: "
-                f"syncing {wal.path} failed: {error.strerror}"
-            ) from None
-
-    def _transaction(self, body: Callable[[sqlite3.Connection], T], durable: bool) -> T:
-        conn = self._conn
-        assert conn is not None
-        if durable:
-            conn.execute("PRAGMA synchronous = FULL")
-        try:
-            self._begin_immediate(conn)
-            try:
-                result = body(conn)
-                conn.execute("COMMIT")
-                return result
-            finally:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-        finally:
-            if durable:
-                conn.execute("PRAGMA synchronous = NORMAL")
-
-    @contextlib.contextmanager
-    def _process_turn(self) -> Iterator[None]:
-        """This process's turn to write (see _WRITE_LOCKS), then the database's among
-        processes (see writelock.py), each waited for no longer than this store would wait
-        for SQLite's lock."""
-        waited = self._busy_timeout + self._lock_retry_seconds
-        if not self._write_lock.acquire(timeout=waited):
-            # Another thread of this process writes, or waits in line for the same turn.
-            raise StoreWaitingError(f"the database {self.location} is busy in this process")
-        try:
-            turn = self._turn if self._on_file else None
-            if turn is not None and not turn.acquire(waited):
-                raise StoreWaitingError(
-                    f"the database {self.location} stayed locked for {waited:g} s"
-                )
-            try:
-                yield
-            finally:
-                if turn is not None:
-                    turn.release()
-        finally:
-            self._write_lock.release()
-
-    def _begin_immediate(self, conn: sqlite3.Connection) -> None:
-        delay = 0.005
-        deadline = time.monotonic() + self._lock_retry_seconds
-        while True:
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                return
-            except sqlite3.OperationalError as error:
-                if not _is_locked(error):
-                    raise
-                if time.monotonic() >= deadline:
-                    waited = self._busy_timeout + self._lock_retry_seconds
-                    raise StoreBusyError(
-                        f"the database {self.location} stayed locked for {waited:g} s"
-                    ) from None
-                # Quiet: a write that gets through after waiting has nothing to report, and
-                # one that never does raises StoreBusyError, one sentence.
-                log.debug("database locked, retrying in %.0f ms", delay * 1000)
-                time.sleep(delay)
-                delay = min(delay * 2, 1.0)
-
-    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        with self._lock, self._sqlite_errors():
-            return self._connection().execute(sql, params).fetchall()
-
-    def _wal_path(self) -> str:
-        return os.path.abspath(self.location) + "-wal"
+        self._db.close()
 
     def change_feed(self, mode: str = "auto") -> ChangeFeed:
-        return SQLiteChangeFeed(self, self._wal_path(), mode)
+        return SQLiteChangeFeed(self, self._db.wal_path(), mode)
 
     def change_token(self) -> int:
-        # data_version counts per connection: a stand-in that gives way to the file must not
-        # hand out the same number again.
-        version = self._read("PRAGMA data_version")[0][0]
-        return (self._connections << 32) + int(version)
+        return self._db.change_token()
 
     # -- jobs --------------------------------------------------------------------------------
     def enqueue(self, spec: JobSpec, default_max_retries: int, now: int) -> EnqueueResult:
@@ -514,7 +234,7 @@ class SQLiteStore(Store):
             _count_inserted(conn, 1)
             return EnqueueResult(job_from_row(row), created=True)
 
-        return self._write(body, durable=True)
+        return self._db.write(body, durable=True)
 
     def enqueue_batches(
         self, batches: Iterable[Sequence[JobSpec]], default_max_retries: int, now: int
@@ -548,7 +268,7 @@ class SQLiteStore(Store):
             return BulkEnqueueResult(created=created, existing=offered - created)
 
         try:
-            return self._write(body, durable=True)
+            return self._db.write(body, durable=True)
         except _RepeatedId as repeated:  # looked up after the rollback, against stored jobs
             raise DuplicateJobError(self._existing_id(repeated.batches)) from None
 
@@ -568,7 +288,7 @@ class SQLiteStore(Store):
                 return job_id
             seen.add(job_id)
         for chunk in _chunks(ids):
-            rows = self._read(
+            rows = self._db.read(
                 f"SELECT id FROM jobs WHERE id IN ({_placeholders(len(chunk))}) LIMIT 1", chunk
             )
             if rows:
@@ -576,11 +296,11 @@ class SQLiteStore(Store):
         return ids[0] if ids else ""
 
     def get(self, job_id: str) -> Job | None:
-        rows = self._read(f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?", (job_id,))
+        rows = self._db.read(f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?", (job_id,))
         return job_from_row(rows[0]) if rows else None
 
     def attempts(self, job_id: str) -> list[Attempt]:
-        rows = self._read(
+        rows = self._db.read(
             """SELECT j.id, a.number, a.worker_id, a.scheduled_at, a.started_at, a.finished_at,
                       a.exit_code, a.outcome, a.output, a.error
                  FROM attempts a JOIN jobs j ON j.seq = a.job_seq
@@ -630,31 +350,26 @@ class SQLiteStore(Store):
         sql += " ORDER BY seq DESC" if newest_first else " ORDER BY seq"
         sql += " LIMIT ?"
         params.append(max(0, limit))
-        return [job_from_row(row) for row in self._read(sql, params)]
+        return [job_from_row(row) for row in self._db.read(sql, params)]
 
     def counts(self) -> dict[JobState, int]:
-        rows = self._read("SELECT state, n FROM state_counts")
+        rows = self._db.read("SELECT state, n FROM state_counts")
         found = {JobState(state): n for state, n in rows}
         return {state: found.get(state, 0) for state in STATES}
 
     def queue_counts(self) -> QueueCounts:
-        with self._lock, self._sqlite_errors():
-            conn = self._connection()
-            conn.execute("BEGIN")  # one snapshot for both reads
-            try:
-                rows = conn.execute("SELECT state, n FROM state_counts").fetchall()
-                active = conn.execute(
-                    f"SELECT count(*) FROM workers WHERE status IN {_ACTIVE}"
-                ).fetchone()[0]
-            finally:
-                conn.execute("COMMIT")
+        with self._db.snapshot() as conn:  # one snapshot for both reads
+            rows = conn.execute("SELECT state, n FROM state_counts").fetchall()
+            active = conn.execute(
+                f"SELECT count(*) FROM workers WHERE status IN {_ACTIVE}"
+            ).fetchone()[0]
         found = {JobState(state): n for state, n in rows}
         return QueueCounts({s: found.get(s, 0) for s in STATES}, active)
 
     def stats(self, now: int, sample: int = 10_000) -> QueueStats:
         result = QueueStats(counts=self.queue_counts())
         result.completed_per_minute, result.failed_per_minute = self.throughput(now)
-        last_minute = self._read(
+        last_minute = self._db.read(
             """SELECT outcome = 'completed', count(*) FROM attempts
                 WHERE finished_at > ? AND outcome <> 'cancelled' GROUP BY outcome = 'completed'""",
             (now - 60_000,),
@@ -664,11 +379,11 @@ class SQLiteStore(Store):
                 result.completed_last_minute = count
             else:
                 result.failed_last_minute = count
-        totals = self._read("SELECT outcome, n, retries FROM attempt_totals")
+        totals = self._db.read("SELECT outcome, n, retries FROM attempt_totals")
         result.attempts_total = sum(n for _, n, _ in totals)
         result.attempts_failed = sum(n for outcome, n, _ in totals if outcome in FAILED_OUTCOMES)
         result.retries = sum(retries for _, _, retries in totals)
-        rows = self._read(
+        rows = self._db.read(
             """SELECT started_at - scheduled_at, finished_at - started_at FROM attempts
                 WHERE outcome <> 'cancelled' ORDER BY id DESC LIMIT ?""",
             (sample,),
@@ -684,7 +399,7 @@ class SQLiteStore(Store):
         since = now - minutes * 60_000
         completed = [0] * minutes
         failed = [0] * minutes
-        for slot, done, failures in self._read(
+        for slot, done, failures in self._db.read(
             "SELECT slot, completed, failed FROM attempt_rates WHERE slot >= ? AND slot <= ?",
             (since // RATE_SLOT_MS, now // RATE_SLOT_MS),
         ):
@@ -711,7 +426,7 @@ class SQLiteStore(Store):
                 retried.extend(row[0] for row in cursor)
             return retried
 
-        return self._write(body, durable=True)
+        return self._db.write(body, durable=True)
 
     # -- the engine's protocol ------------------------------------------------------------------
     def exchange(
@@ -764,7 +479,7 @@ class SQLiteStore(Store):
             )
             return Exchange(settled, claimed)
 
-        return self._write(body)
+        return self._db.write(body)
 
     @staticmethod
     def _active_workers(conn: sqlite3.Connection, worker_ids: Sequence[str]) -> list[str]:
@@ -860,17 +575,13 @@ class SQLiteStore(Store):
         return SettleResult(state, run_at)
 
     def has_due_work(self, now: int) -> bool:
-        return bool(self._read(_DUE_SQL, (now,)))
+        return bool(self._db.read(_DUE_SQL, (now,)))
 
     def wait_for_writers(self) -> None:
-        if self._on_file:
-            # A writer of this process finishes first and none starts meanwhile: one of them
-            # finding the lock file shared would have to queue for it.
-            with self._write_lock:
-                self._turn.wait_until_passed()
+        self._db.wait_for_writers()
 
     def next_run_at(self, after: int) -> int | None:
-        rows = self._read(
+        rows = self._db.read(
             "SELECT min(run_at) FROM jobs WHERE state IN ('pending', 'failed') AND run_at > ?",
             (after,),
         )
@@ -908,7 +619,7 @@ class SQLiteStore(Store):
                 recovered.append(job_from_row(after))
             return recovered
 
-        return self._write(body)
+        return self._db.write(body)
 
     # -- workers -------------------------------------------------------------------------------
     def register_workers(self, workers: Sequence[Worker]) -> int:
@@ -936,7 +647,7 @@ class SQLiteStore(Store):
             )
             return _latest_stop_request(conn)
 
-        return self._write(body)
+        return self._db.write(body)
 
     def heartbeat(self, worker_ids: Sequence[str], now: int) -> None:
         def body(conn: sqlite3.Connection) -> None:
@@ -947,7 +658,7 @@ class SQLiteStore(Store):
                     (now, *chunk),
                 )
 
-        self._write(body)
+        self._db.write(body)
 
     def set_worker_status(
         self,
@@ -968,14 +679,14 @@ class SQLiteStore(Store):
                 (status.value, current_job, now, ended, now, done, failed, worker_id),
             )
 
-        self._write(body)
+        self._db.write(body)
 
     def list_workers(self, active_only: bool = False) -> list[Worker]:
         sql = f"SELECT {WORKER_COLUMNS} FROM workers"
         if active_only:
             sql += f" WHERE status IN {_ACTIVE}"
         sql += " ORDER BY started_at DESC, id"
-        return [worker_from_row(row) for row in self._read(sql)]
+        return [worker_from_row(row) for row in self._db.read(sql)]
 
     def prune_workers(self, stopped_before: int) -> int:
         def body(conn: sqlite3.Connection) -> int:
@@ -984,7 +695,7 @@ class SQLiteStore(Store):
                 (stopped_before,),
             ).rowcount
 
-        return self._write(body)
+        return self._db.write(body)
 
     def request_stop(self, now: int) -> list[Worker]:
         def body(conn: sqlite3.Connection) -> list[Worker]:
@@ -994,14 +705,16 @@ class SQLiteStore(Store):
             )
             return [worker_from_row(row) for row in active]
 
-        return self._write(body, durable=True)
+        return self._db.write(body, durable=True)
 
     def stop_requested_after(self, request_id: int) -> bool:
-        rows = self._read("SELECT 1 FROM stop_requests WHERE id > ? LIMIT 1", (request_id,))
+        rows = self._db.read("SELECT 1 FROM stop_requests WHERE id > ? LIMIT 1", (request_id,))
         return bool(rows)
 
     def stop_requested_since(self, since: int) -> bool:
-        rows = self._read("SELECT 1 FROM stop_requests WHERE requested_at >= ? LIMIT 1", (since,))
+        rows = self._db.read(
+            "SELECT 1 FROM stop_requests WHERE requested_at >= ? LIMIT 1", (since,)
+        )
         return bool(rows)
 
 
