@@ -12,7 +12,7 @@ from store_helpers import NOW, POLICY, claim, settle, sqlite_file
 
 from queuectl_tui.models import JobState, Outcome
 from queuectl_tui.store import SQLiteStore, StoreError
-from queuectl_tui.store.sqlite.store import NEXT_READY_SQL
+from queuectl_tui.store.sqlite.statements import SQL
 
 from helpers import spec
 
@@ -91,8 +91,13 @@ def test_newer_schema_is_refused(db_path: Path) -> None:
         SQLiteStore(db_path)
 
 
-def test_claim_uses_the_ready_index(store: SQLiteStore) -> None:
+@pytest.mark.parametrize(
+    ("name", "params"), [("claim_next", ("w1", 1, 1, 1, 1)), ("has_due_work", (1,))]
+)
+def test_the_claim_and_the_due_check_use_the_ready_index(
+    store: SQLiteStore, name: str, params: tuple[object, ...]
+) -> None:
     with sqlite_file(store.location) as conn:
-        plan = conn.execute("EXPLAIN QUERY PLAN " + NEXT_READY_SQL, (1,)).fetchall()
+        plan = conn.execute("EXPLAIN QUERY PLAN " + SQL[name], params).fetchall()
     text = " ".join(str(row) for row in plan)
     assert "jobs_ready" in text and "TEMP B-TREE" not in text

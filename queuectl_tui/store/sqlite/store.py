@@ -16,7 +16,6 @@ from typing import Any, TypeVar
 from ...files import DEFAULT_FILE_MODE
 from ...lifecycle import RetryPolicy, after_attempt
 from ...models import (
-    ACTIVE_WORKER_STATUSES,
     STATES,
     Attempt,
     Job,
@@ -40,54 +39,15 @@ from ..base import (
 )
 from .changes import SQLiteChangeFeed
 from .connection import Database
+from .statements import SQL, with_list
 
 log = logging.getLogger("queuectl.store")
 
 T = TypeVar("T")
 
-# Column order matches the fields of models.Job.
-JOB_COLUMNS = (
-    "seq, id, command, state, priority, run_at, max_retries, timeout, attempts, runs, "
-    "idempotency_key, created_at, updated_at, claimed_at, worker_id, worker_pid, finished_at, "
-    "exit_code, last_error"
-)
-WORKER_COLUMNS = (
-    "id, pool_id, pid, host, status, started_at, last_heartbeat, stopped_at, current_job, "
-    "jobs_done, jobs_failed"
-)
 # Outcomes that count as failed attempts (a cancelled run was interrupted, not failed).
 FAILED_OUTCOMES = frozenset({"failed", "timeout", "lost"})
 RATE_SLOT_MS = 10_000  # the width of a slot of attempt_rates (schema migration 2)
-_ACTIVE = "('" + "','".join(s.value for s in ACTIVE_WORKER_STATUSES) + "')"
-
-# The best eligible job: priority, then run_at, then creation order. INDEXED BY pins the
-# partial index that holds exactly this order; left alone, the planner may pick the state
-# index and sort every pending job, which costs seconds at a million jobs.
-NEXT_READY_SQL = """
-SELECT seq FROM jobs INDEXED BY jobs_ready
- WHERE state IN ('pending', 'failed') AND run_at <= ?
- ORDER BY priority DESC, run_at, seq LIMIT 1
-"""
-
-_DUE_SQL = """
-SELECT 1 FROM jobs INDEXED BY jobs_ready
- WHERE state IN ('pending', 'failed') AND run_at <= ? LIMIT 1
-"""
-
-# The claim takes that job in the same statement that marks it processing, inside
-# BEGIN IMMEDIATE (see _write).
-_CLAIM_SQL = f"""
-UPDATE jobs SET state = 'processing', worker_id = ?, worker_pid = ?, claimed_at = ?,
-                updated_at = ?, attempts = attempts + 1, runs = runs + 1
- WHERE seq = ({NEXT_READY_SQL})
-RETURNING {JOB_COLUMNS}
-"""
-
-_INSERT_JOB_SQL = """
-INSERT INTO jobs (id, command, state, priority, run_at, max_retries, timeout, idempotency_key,
-                  created_at, updated_at)
-VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?)
-"""
 
 # Bulk insert: each batch travels as one JSON array of rows that SQLite unpacks itself. Only
 # the fields some job of the batch sets travel; the others take their defaults in SQL (every
@@ -164,18 +124,13 @@ class _RepeatedId(Exception):
 
 
 def _count_inserted(conn: sqlite3.Connection, created: int) -> None:
-    """New jobs are pending; their counter is kept here rather than by a per-row trigger."""
     if created:
-        conn.execute("UPDATE state_counts SET n = n + ? WHERE state = 'pending'", (created,))
+        conn.execute(SQL["count_inserted"], (created,))
 
 
 def _chunks(items: Sequence[T], size: int = _CHUNK) -> Iterator[Sequence[T]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
-
-
-def _placeholders(count: int) -> str:
-    return ",".join("?" * count)
 
 
 class SQLiteStore(Store):
@@ -209,14 +164,13 @@ class SQLiteStore(Store):
         def body(conn: sqlite3.Connection) -> EnqueueResult:
             if spec.idempotency_key is not None:
                 row = conn.execute(
-                    f"SELECT {JOB_COLUMNS} FROM jobs WHERE idempotency_key = ?",
-                    (spec.idempotency_key,),
+                    SQL["job_by_idempotency_key"], (spec.idempotency_key,)
                 ).fetchone()
                 if row is not None:
                     return EnqueueResult(job_from_row(row), created=False)
             try:
                 row = conn.execute(
-                    _INSERT_JOB_SQL + f" RETURNING {JOB_COLUMNS}",
+                    SQL["insert_job"],
                     (
                         spec.id,
                         spec.command,
@@ -288,25 +242,17 @@ class SQLiteStore(Store):
                 return job_id
             seen.add(job_id)
         for chunk in _chunks(ids):
-            rows = self._db.read(
-                f"SELECT id FROM jobs WHERE id IN ({_placeholders(len(chunk))}) LIMIT 1", chunk
-            )
+            rows = self._db.read(with_list("stored_id_among", len(chunk)), chunk)
             if rows:
                 return str(rows[0][0])
         return ids[0] if ids else ""
 
     def get(self, job_id: str) -> Job | None:
-        rows = self._db.read(f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?", (job_id,))
+        rows = self._db.read(SQL["job_by_id"], (job_id,))
         return job_from_row(rows[0]) if rows else None
 
     def attempts(self, job_id: str) -> list[Attempt]:
-        rows = self._db.read(
-            """SELECT j.id, a.number, a.worker_id, a.scheduled_at, a.started_at, a.finished_at,
-                      a.exit_code, a.outcome, a.output, a.error
-                 FROM attempts a JOIN jobs j ON j.seq = a.job_seq
-                WHERE j.id = ? ORDER BY a.id""",
-            (job_id,),
-        )
+        rows = self._db.read(SQL["job_attempts"], (job_id,))
         return [
             Attempt(
                 row[0],
@@ -334,60 +280,51 @@ class SQLiteStore(Store):
         where: list[str] = []
         params: list[Any] = []
         if state is not None:
-            where.append("state = ?")
+            where.append(SQL["list_jobs_in_state"])
             params.append(state.value)
         if after_seq is not None:
-            where.append("seq < ?" if newest_first else "seq > ?")
+            where.append(SQL["list_jobs_before" if newest_first else "list_jobs_after"])
             params.append(after_seq)
         if search:
             pattern = "%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
             pattern += "%"
-            where.append("(id LIKE ? ESCAPE '\\' OR command LIKE ? ESCAPE '\\')")
+            where.append(SQL["list_jobs_matching"])
             params.extend((pattern, pattern))
-        sql = f"SELECT {JOB_COLUMNS} FROM jobs"
+        # Put together from the fixed parts of list_jobs (see queries.sql): one statement per
+        # combination of filters, each a range its index serves.
+        sql = SQL["list_jobs"]
         if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY seq DESC" if newest_first else " ORDER BY seq"
-        sql += " LIMIT ?"
+            sql += "\nWHERE " + "\nAND ".join(where)
+        sql += "\n" + SQL["list_jobs_newest_first" if newest_first else "list_jobs_oldest_first"]
         params.append(max(0, limit))
         return [job_from_row(row) for row in self._db.read(sql, params)]
 
     def counts(self) -> dict[JobState, int]:
-        rows = self._db.read("SELECT state, n FROM state_counts")
+        rows = self._db.read(SQL["state_counts"])
         found = {JobState(state): n for state, n in rows}
         return {state: found.get(state, 0) for state in STATES}
 
     def queue_counts(self) -> QueueCounts:
         with self._db.snapshot() as conn:  # one snapshot for both reads
-            rows = conn.execute("SELECT state, n FROM state_counts").fetchall()
-            active = conn.execute(
-                f"SELECT count(*) FROM workers WHERE status IN {_ACTIVE}"
-            ).fetchone()[0]
+            rows = conn.execute(SQL["state_counts"]).fetchall()
+            active = conn.execute(SQL["count_active_workers"]).fetchone()[0]
         found = {JobState(state): n for state, n in rows}
         return QueueCounts({s: found.get(s, 0) for s in STATES}, active)
 
     def stats(self, now: int, sample: int = 10_000) -> QueueStats:
         result = QueueStats(counts=self.queue_counts())
         result.completed_per_minute, result.failed_per_minute = self.throughput(now)
-        last_minute = self._db.read(
-            """SELECT outcome = 'completed', count(*) FROM attempts
-                WHERE finished_at > ? AND outcome <> 'cancelled' GROUP BY outcome = 'completed'""",
-            (now - 60_000,),
-        )
+        last_minute = self._db.read(SQL["outcomes_since"], (now - 60_000,))
         for ok, count in last_minute:
             if ok:
                 result.completed_last_minute = count
             else:
                 result.failed_last_minute = count
-        totals = self._db.read("SELECT outcome, n, retries FROM attempt_totals")
+        totals = self._db.read(SQL["attempt_totals"])
         result.attempts_total = sum(n for _, n, _ in totals)
         result.attempts_failed = sum(n for outcome, n, _ in totals if outcome in FAILED_OUTCOMES)
         result.retries = sum(retries for _, _, retries in totals)
-        rows = self._db.read(
-            """SELECT started_at - scheduled_at, finished_at - started_at FROM attempts
-                WHERE outcome <> 'cancelled' ORDER BY id DESC LIMIT ?""",
-            (sample,),
-        )
+        rows = self._db.read(SQL["latest_timings"], (sample,))
         result.sample_size = len(rows)
         result.wait_ms = _summary([max(0, wait) for wait, _ in rows])
         result.run_ms = _summary([run for _, run in rows])
@@ -400,8 +337,7 @@ class SQLiteStore(Store):
         completed = [0] * minutes
         failed = [0] * minutes
         for slot, done, failures in self._db.read(
-            "SELECT slot, completed, failed FROM attempt_rates WHERE slot >= ? AND slot <= ?",
-            (since // RATE_SLOT_MS, now // RATE_SLOT_MS),
+            SQL["attempt_rates"], (since // RATE_SLOT_MS, now // RATE_SLOT_MS)
         ):
             index = min(max((slot * RATE_SLOT_MS - since) // 60_000, 0), minutes - 1)
             completed[index] += done
@@ -409,20 +345,12 @@ class SQLiteStore(Store):
         return completed, failed
 
     def retry_dead(self, job_ids: Sequence[str] | None, now: int) -> list[str]:
-        update = (
-            "UPDATE jobs SET state = 'pending', attempts = 0, run_at = ?, updated_at = ? "
-            "WHERE state = 'dead'"
-        )
-
         def body(conn: sqlite3.Connection) -> list[str]:
             if job_ids is None:
-                return [row[0] for row in conn.execute(update + " RETURNING id", (now, now))]
+                return [row[0] for row in conn.execute(SQL["retry_all_dead"], (now, now))]
             retried: list[str] = []
             for chunk in _chunks(list(dict.fromkeys(job_ids))):
-                cursor = conn.execute(
-                    f"{update} AND id IN ({_placeholders(len(chunk))}) RETURNING id",
-                    (now, now, *chunk),
-                )
+                cursor = conn.execute(with_list("retry_dead_among", len(chunk)), (now, now, *chunk))
                 retried.extend(row[0] for row in cursor)
             return retried
 
@@ -453,18 +381,13 @@ class SQLiteStore(Store):
                         touch.failed += 1
             claimed: dict[str, Job] = {}
             for worker_id in self._active_workers(conn, claimants):
-                row = conn.execute(_CLAIM_SQL, (worker_id, pid, now, now, now)).fetchone()
+                row = conn.execute(SQL["claim_next"], (worker_id, pid, now, now, now)).fetchone()
                 if row is None:
                     break
                 claimed[worker_id] = job = job_from_row(row)
                 touched.setdefault(worker_id, _WorkerTouch()).job = job
-            # Each worker's current job (busy) or none (idle), and its counters; a worker that
-            # is stopping keeps that status.
             conn.executemany(
-                "UPDATE workers SET current_job = ?, last_heartbeat = ?, "
-                "jobs_done = jobs_done + ?, jobs_failed = jobs_failed + ?, "
-                "status = CASE WHEN status IN ('idle', 'busy') THEN ? ELSE status END "
-                "WHERE id = ?",
+                SQL["touch_worker"],
                 [
                     (
                         None if touch.job is None else touch.job.id,
@@ -492,11 +415,7 @@ class SQLiteStore(Store):
         for chunk in _chunks(worker_ids):
             active.update(
                 row[0]
-                for row in conn.execute(
-                    f"SELECT id FROM workers WHERE status IN {_ACTIVE} "
-                    f"AND id IN ({_placeholders(len(chunk))})",
-                    tuple(chunk),
-                )
+                for row in conn.execute(with_list("active_workers_among", len(chunk)), tuple(chunk))
             )
         return [worker_id for worker_id in worker_ids if worker_id in active]
 
@@ -507,28 +426,17 @@ class SQLiteStore(Store):
         job = settlement.job
         now = settlement.finished_at
         outcome = settlement.outcome
-        # The fence, in every statement below: still processing, still ours, still this run.
-        fence = (job.seq, job.worker_id, job.runs)
+        fence = (job.seq, job.worker_id, job.runs)  # see complete_job in queries.sql
         if outcome is Outcome.COMPLETED:
             row = conn.execute(
-                "UPDATE jobs SET state = 'completed', worker_id = NULL, worker_pid = NULL, "
-                "finished_at = ?, exit_code = ?, last_error = ?, updated_at = ? "
-                "WHERE seq = ? AND state = 'processing' AND worker_id = ? AND runs = ? "
-                "RETURNING run_at",
-                (now, settlement.exit_code, settlement.error, now, *fence),
+                SQL["complete_job"], (now, settlement.exit_code, settlement.error, now, *fence)
             ).fetchone()
             if row is None:
                 return SettleResult(None, None)
-            # Completed changes nothing but the state (see lifecycle.after_attempt), so it is
-            # written without reading the row first: the hot path of a busy pool.
             state, scheduled_at = JobState.COMPLETED, row[0]
             run_at = scheduled_at
         else:
-            row = conn.execute(
-                "SELECT run_at, attempts, max_retries FROM jobs "
-                "WHERE seq = ? AND state = 'processing' AND worker_id = ? AND runs = ?",
-                fence,
-            ).fetchone()
+            row = conn.execute(SQL["job_to_settle"], fence).fetchone()
             if row is None:
                 return SettleResult(None, None)
             scheduled_at, attempts, max_retries = row
@@ -542,9 +450,7 @@ class SQLiteStore(Store):
             )
             state, run_at, attempts = step.state, step.run_at, step.attempts
             conn.execute(
-                "UPDATE jobs SET state = ?, run_at = ?, attempts = ?, worker_id = NULL, "
-                "worker_pid = NULL, finished_at = ?, exit_code = ?, last_error = ?, "
-                "updated_at = ? WHERE seq = ?",
+                SQL["settle_job"],
                 (
                     state.value,
                     run_at,
@@ -557,8 +463,7 @@ class SQLiteStore(Store):
                 ),
             )
         conn.execute(
-            "INSERT INTO attempts (job_seq, number, worker_id, scheduled_at, started_at, "
-            "finished_at, exit_code, outcome, output, error) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            SQL["record_attempt"],
             (
                 job.seq,
                 job.runs,
@@ -575,16 +480,13 @@ class SQLiteStore(Store):
         return SettleResult(state, run_at)
 
     def has_due_work(self, now: int) -> bool:
-        return bool(self._db.read(_DUE_SQL, (now,)))
+        return bool(self._db.read(SQL["has_due_work"], (now,)))
 
     def wait_for_writers(self) -> None:
         self._db.wait_for_writers()
 
     def next_run_at(self, after: int) -> int | None:
-        rows = self._db.read(
-            "SELECT min(run_at) FROM jobs WHERE state IN ('pending', 'failed') AND run_at > ?",
-            (after,),
-        )
+        rows = self._db.read(SQL["next_run_at"], (after,))
         return rows[0][0] if rows else None
 
     def recover_orphans(
@@ -592,15 +494,8 @@ class SQLiteStore(Store):
     ) -> list[Job]:
         def body(conn: sqlite3.Connection) -> list[Job]:
             for chunk in _chunks(list(dead_worker_ids)):
-                conn.execute(
-                    f"UPDATE workers SET status = 'lost', stopped_at = ?, current_job = NULL "
-                    f"WHERE status IN {_ACTIVE} AND id IN ({_placeholders(len(chunk))})",
-                    (now, *chunk),
-                )
-            orphans = conn.execute(
-                f"SELECT {JOB_COLUMNS} FROM jobs WHERE state = 'processing' AND worker_id NOT IN "
-                f"(SELECT id FROM workers WHERE status IN {_ACTIVE})"
-            ).fetchall()
+                conn.execute(with_list("mark_workers_lost", len(chunk)), (now, *chunk))
+            orphans = conn.execute(SQL["orphaned_jobs"]).fetchall()
             recovered: list[Job] = []
             for row in orphans:
                 job = job_from_row(row)
@@ -613,9 +508,7 @@ class SQLiteStore(Store):
                     finished_at=now,
                 )
                 self._settle_one(conn, lost, policy)
-                after = conn.execute(
-                    f"SELECT {JOB_COLUMNS} FROM jobs WHERE seq = ?", (job.seq,)
-                ).fetchone()
+                after = conn.execute(SQL["job_by_seq"], (job.seq,)).fetchone()
                 recovered.append(job_from_row(after))
             return recovered
 
@@ -641,10 +534,7 @@ class SQLiteStore(Store):
         ]
 
         def body(conn: sqlite3.Connection) -> int:
-            conn.executemany(
-                f"INSERT OR REPLACE INTO workers ({WORKER_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                rows,
-            )
+            conn.executemany(SQL["register_worker"], rows)
             return _latest_stop_request(conn)
 
         return self._db.write(body)
@@ -652,11 +542,7 @@ class SQLiteStore(Store):
     def heartbeat(self, worker_ids: Sequence[str], now: int) -> None:
         def body(conn: sqlite3.Connection) -> None:
             for chunk in _chunks(list(worker_ids)):
-                conn.execute(
-                    f"UPDATE workers SET last_heartbeat = ? "
-                    f"WHERE id IN ({_placeholders(len(chunk))}) AND status IN {_ACTIVE}",
-                    (now, *chunk),
-                )
+                conn.execute(with_list("heartbeat_among", len(chunk)), (now, *chunk))
 
         self._db.write(body)
 
@@ -673,53 +559,41 @@ class SQLiteStore(Store):
 
         def body(conn: sqlite3.Connection) -> None:
             conn.execute(
-                "UPDATE workers SET status = ?, current_job = ?, last_heartbeat = ?, "
-                "stopped_at = CASE WHEN ? THEN ? ELSE stopped_at END, "
-                "jobs_done = jobs_done + ?, jobs_failed = jobs_failed + ? WHERE id = ?",
+                SQL["set_worker_status"],
                 (status.value, current_job, now, ended, now, done, failed, worker_id),
             )
 
         self._db.write(body)
 
     def list_workers(self, active_only: bool = False) -> list[Worker]:
-        sql = f"SELECT {WORKER_COLUMNS} FROM workers"
-        if active_only:
-            sql += f" WHERE status IN {_ACTIVE}"
-        sql += " ORDER BY started_at DESC, id"
+        sql = SQL["list_active_workers" if active_only else "list_workers"]
         return [worker_from_row(row) for row in self._db.read(sql)]
 
     def prune_workers(self, stopped_before: int) -> int:
         def body(conn: sqlite3.Connection) -> int:
-            return conn.execute(
-                f"DELETE FROM workers WHERE status NOT IN {_ACTIVE} AND stopped_at < ?",
-                (stopped_before,),
-            ).rowcount
+            return conn.execute(SQL["prune_workers"], (stopped_before,)).rowcount
 
         return self._db.write(body)
 
     def request_stop(self, now: int) -> list[Worker]:
         def body(conn: sqlite3.Connection) -> list[Worker]:
-            conn.execute("INSERT INTO stop_requests (requested_at) VALUES (?)", (now,))
-            active = conn.execute(
-                f"SELECT {WORKER_COLUMNS} FROM workers WHERE status IN {_ACTIVE} ORDER BY id"
-            )
+            conn.execute(SQL["request_stop"], (now,))
+            active = conn.execute(SQL["active_workers_by_id"])
             return [worker_from_row(row) for row in active]
 
         return self._db.write(body, durable=True)
 
     def stop_requested_after(self, request_id: int) -> bool:
-        rows = self._db.read("SELECT 1 FROM stop_requests WHERE id > ? LIMIT 1", (request_id,))
+        rows = self._db.read(SQL["stop_requested_after"], (request_id,))
         return bool(rows)
 
     def stop_requested_since(self, since: int) -> bool:
-        rows = self._db.read(
-            "SELECT 1 FROM stop_requests WHERE requested_at >= ? LIMIT 1", (since,)
-        )
+        rows = self._db.read(SQL["stop_requested_since"], (since,))
         return bool(rows)
 
 
 def _latest_stop_request(conn: sqlite3.Connection) -> int:
-    return int(conn.execute("SELECT coalesce(max(id), 0) FROM stop_requests").fetchone()[0])
+    return int(conn.execute(SQL["latest_stop_request"]).fetchone()[0])
 
 
 def _summary(values: list[int]) -> dict[str, float | None]:
