@@ -3,6 +3,7 @@ query plans, and what SQL written by hand around the store leaves intact."""
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,8 +11,9 @@ from pathlib import Path
 import pytest
 from store_helpers import NOW, POLICY, claim, settle, sqlite_file
 
-from queuectl_tui.models import JobState, Outcome
+from queuectl_tui.models import Job, JobState, Outcome
 from queuectl_tui.store import SQLiteStore, StoreError
+from queuectl_tui.store.sqlite.rows import JOBS
 from queuectl_tui.store.sqlite.statements import SQL
 
 from helpers import spec
@@ -101,3 +103,15 @@ def test_the_claim_and_the_due_check_use_the_ready_index(
         plan = conn.execute("EXPLAIN QUERY PLAN " + SQL[name], params).fetchall()
     text = " ".join(str(row) for row in plan)
     assert "jobs_ready" in text and "TEMP B-TREE" not in text
+
+
+def test_rows_become_jobs_by_column_name_whatever_the_order_of_the_columns(
+    store: SQLiteStore,
+) -> None:
+    store.enqueue(spec(id="a", priority=3, max_retries=1), 3, NOW)
+    names = [field.name for field in dataclasses.fields(Job)]
+    with sqlite_file(store.location) as conn:
+        shuffled = conn.execute(f"SELECT 'x' AS extra, {', '.join(reversed(names))} FROM jobs")
+        assert JOBS.all(shuffled) == [store.get("a")]
+        with pytest.raises(LookupError, match=r"Job\.last_error"):
+            JOBS.all(conn.execute(f"SELECT {', '.join(names[:-1])} FROM jobs"))

@@ -10,13 +10,16 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..base import StoreBusyError, StoreError, StoreWaitingError
 from . import migrations
 from .dbfile import FileKind, check_folder, create_file, newer_schema_error, recognise, store_error
 from .wal import WalFile
 from .writelock import WriteTurn, process_lock
+
+if TYPE_CHECKING:
+    from .rows import D, RowMap
 
 log = logging.getLogger("queuectl.store")
 
@@ -149,6 +152,13 @@ class Database:
     def read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock, self._sqlite_errors():
             return self._connection().execute(sql, params).fetchall()
+
+    def read_as(self, rows: RowMap[D], sql: str, params: Sequence[Any] = ()) -> list[D]:
+        """The rows of a read as objects, made once the connection is free for other reads."""
+        with self._lock, self._sqlite_errors():
+            cursor = self._connection().execute(sql, params)
+            found, description = cursor.fetchall(), cursor.description
+        return rows.from_rows(found, description)
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[sqlite3.Connection]:

@@ -39,6 +39,7 @@ from ..base import (
 )
 from .changes import SQLiteChangeFeed
 from .connection import Database
+from .rows import ATTEMPTS, JOBS, WORKERS
 from .statements import SQL, with_list
 
 log = logging.getLogger("queuectl.store")
@@ -107,14 +108,6 @@ class _WorkerTouch:
     failed: int = 0
 
 
-def job_from_row(row: Sequence[Any]) -> Job:
-    return Job(row[0], row[1], row[2], JobState(row[3]), *row[4:])
-
-
-def worker_from_row(row: Sequence[Any]) -> Worker:
-    return Worker(row[0], row[1], row[2], row[3], WorkerStatus(row[4]), *row[5:])
-
-
 class _RepeatedId(Exception):
     """An id of a bulk insert exists already; carries the batches to find which one."""
 
@@ -163,13 +156,13 @@ class SQLiteStore(Store):
     def enqueue(self, spec: JobSpec, default_max_retries: int, now: int) -> EnqueueResult:
         def body(conn: sqlite3.Connection) -> EnqueueResult:
             if spec.idempotency_key is not None:
-                row = conn.execute(
-                    SQL["job_by_idempotency_key"], (spec.idempotency_key,)
-                ).fetchone()
-                if row is not None:
-                    return EnqueueResult(job_from_row(row), created=False)
+                known = JOBS.first(
+                    conn.execute(SQL["job_by_idempotency_key"], (spec.idempotency_key,))
+                )
+                if known is not None:
+                    return EnqueueResult(known, created=False)
             try:
-                row = conn.execute(
+                inserted = conn.execute(
                     SQL["insert_job"],
                     (
                         spec.id,
@@ -182,11 +175,13 @@ class SQLiteStore(Store):
                         now,
                         now,
                     ),
-                ).fetchone()
+                )
+                job = JOBS.first(inserted)
             except sqlite3.IntegrityError:
                 raise DuplicateJobError(spec.id) from None
+            assert job is not None  # RETURNING gives the row inserted
             _count_inserted(conn, 1)
-            return EnqueueResult(job_from_row(row), created=True)
+            return EnqueueResult(job, created=True)
 
         return self._db.write(body, durable=True)
 
@@ -248,26 +243,11 @@ class SQLiteStore(Store):
         return ids[0] if ids else ""
 
     def get(self, job_id: str) -> Job | None:
-        rows = self._db.read(SQL["job_by_id"], (job_id,))
-        return job_from_row(rows[0]) if rows else None
+        jobs = self._db.read_as(JOBS, SQL["job_by_id"], (job_id,))
+        return jobs[0] if jobs else None
 
     def attempts(self, job_id: str) -> list[Attempt]:
-        rows = self._db.read(SQL["job_attempts"], (job_id,))
-        return [
-            Attempt(
-                row[0],
-                row[1],
-                row[2],
-                row[3],
-                row[4],
-                row[5],
-                row[6],
-                Outcome(row[7]),
-                row[8],
-                row[9],
-            )
-            for row in rows
-        ]
+        return self._db.read_as(ATTEMPTS, SQL["job_attempts"], (job_id,))
 
     def list_jobs(
         self,
@@ -297,7 +277,7 @@ class SQLiteStore(Store):
             sql += "\nWHERE " + "\nAND ".join(where)
         sql += "\n" + SQL["list_jobs_newest_first" if newest_first else "list_jobs_oldest_first"]
         params.append(max(0, limit))
-        return [job_from_row(row) for row in self._db.read(sql, params)]
+        return self._db.read_as(JOBS, sql, params)
 
     def counts(self) -> dict[JobState, int]:
         rows = self._db.read(SQL["state_counts"])
@@ -381,10 +361,10 @@ class SQLiteStore(Store):
                         touch.failed += 1
             claimed: dict[str, Job] = {}
             for worker_id in self._active_workers(conn, claimants):
-                row = conn.execute(SQL["claim_next"], (worker_id, pid, now, now, now)).fetchone()
-                if row is None:
+                job = JOBS.first(conn.execute(SQL["claim_next"], (worker_id, pid, now, now, now)))
+                if job is None:
                     break
-                claimed[worker_id] = job = job_from_row(row)
+                claimed[worker_id] = job
                 touched.setdefault(worker_id, _WorkerTouch()).job = job
             conn.executemany(
                 SQL["touch_worker"],
@@ -495,10 +475,8 @@ class SQLiteStore(Store):
         def body(conn: sqlite3.Connection) -> list[Job]:
             for chunk in _chunks(list(dead_worker_ids)):
                 conn.execute(with_list("mark_workers_lost", len(chunk)), (now, *chunk))
-            orphans = conn.execute(SQL["orphaned_jobs"]).fetchall()
             recovered: list[Job] = []
-            for row in orphans:
-                job = job_from_row(row)
+            for job in JOBS.all(conn.execute(SQL["orphaned_jobs"])):
                 lost = Settlement(
                     job=job,
                     outcome=Outcome.LOST,
@@ -508,8 +486,9 @@ class SQLiteStore(Store):
                     finished_at=now,
                 )
                 self._settle_one(conn, lost, policy)
-                after = conn.execute(SQL["job_by_seq"], (job.seq,)).fetchone()
-                recovered.append(job_from_row(after))
+                after = JOBS.first(conn.execute(SQL["job_by_seq"], (job.seq,)))
+                assert after is not None  # settled, not deleted
+                recovered.append(after)
             return recovered
 
         return self._db.write(body)
@@ -567,7 +546,7 @@ class SQLiteStore(Store):
 
     def list_workers(self, active_only: bool = False) -> list[Worker]:
         sql = SQL["list_active_workers" if active_only else "list_workers"]
-        return [worker_from_row(row) for row in self._db.read(sql)]
+        return self._db.read_as(WORKERS, sql)
 
     def prune_workers(self, stopped_before: int) -> int:
         def body(conn: sqlite3.Connection) -> int:
@@ -578,8 +557,7 @@ class SQLiteStore(Store):
     def request_stop(self, now: int) -> list[Worker]:
         def body(conn: sqlite3.Connection) -> list[Worker]:
             conn.execute(SQL["request_stop"], (now,))
-            active = conn.execute(SQL["active_workers_by_id"])
-            return [worker_from_row(row) for row in active]
+            return WORKERS.all(conn.execute(SQL["active_workers_by_id"]))
 
         return self._db.write(body, durable=True)
 
