@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from queuectl_tui.store import ForeignDatabaseError, SQLiteStore, StoreBusyError, StoreCorrupt
-from queuectl_tui.store.sqlite.migrations import APPLICATION_ID, MIGRATIONS
+from queuectl_tui.store.sqlite.schema import APPLICATION_ID, MIGRATIONS
 
 from helpers import RunCli, clean_env, spec
 

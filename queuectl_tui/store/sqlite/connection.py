@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..base import StoreBusyError, StoreError, StoreWaitingError
-from . import migrations
+from . import schema
 from .dbfile import FileKind, check_folder, create_file, newer_schema_error, recognise, store_error
 from .wal import WalFile
 from .writelock import WriteTurn, process_lock
@@ -91,12 +91,12 @@ class Database:
         try:
             # Before WAL mode is set: that would rewrite the header of a file we then refuse.
             version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > migrations.SCHEMA_VERSION:
+            if version > schema.SCHEMA_VERSION:
                 raise newer_schema_error(self.location, version)
             self._conn = conn
             self._configure(in_memory=location == ":memory:")
-            if not migrations.is_current(conn):
-                self.write(lambda conn: migrations.upgrade(conn, self.location), durable=True)
+            if not schema.is_current(conn):
+                self.write(lambda conn: schema.upgrade(conn, self.location), durable=True)
         except BaseException:
             self._conn, self._on_file = previous, was_on_file
             conn.close()

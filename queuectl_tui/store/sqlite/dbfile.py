@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 from ...files import create_exclusive
 from ..base import ForeignDatabaseError, StoreCorrupt, StoreError
-from .migrations import APPLICATION_ID, SCHEMA_VERSION
+from .schema import APPLICATION_ID, SCHEMA_VERSION
 
 # The tables of every queue: how one made before the application_id stamp is known.
 TABLES = frozenset({"jobs", "attempts", "workers", "stop_requests", "state_counts"})
