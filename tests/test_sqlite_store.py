@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from store_helpers import NOW, POLICY, claim, settle, sqlite_file
 
-from queuectl_tui.models import Job, JobState, Outcome
+from queuectl_tui.models import ACTIVE_WORKER_STATUSES, Job, JobState, Outcome
 from queuectl_tui.store import SQLiteStore, StoreError
 from queuectl_tui.store.sqlite.rows import JOBS
 from queuectl_tui.store.sqlite.statements import SQL
@@ -115,3 +115,21 @@ def test_rows_become_jobs_by_column_name_whatever_the_order_of_the_columns(
         assert JOBS.all(shuffled) == [store.get("a")]
         with pytest.raises(LookupError, match=r"Job\.last_error"):
             JOBS.all(conn.execute(f"SELECT {', '.join(names[:-1])} FROM jobs"))
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "count_active_workers",
+        "active_workers_among",
+        "mark_workers_lost",
+        "orphaned_jobs",
+        "heartbeat_among",
+        "list_active_workers",
+        "active_workers_by_id",
+        "prune_workers",
+    ],
+)
+def test_statements_about_active_workers_name_the_active_statuses(name: str) -> None:
+    active = "(" + ", ".join(f"'{status.value}'" for status in ACTIVE_WORKER_STATUSES) + ")"
+    assert f"status IN {active}" in SQL[name] or f"status NOT IN {active}" in SQL[name]
