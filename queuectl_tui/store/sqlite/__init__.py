@@ -1,5 +1,7 @@
-"""The SQLite store: WAL journal, busy timeout, and one `BEGIN IMMEDIATE` transaction per
-state change, so that claims are atomic across threads and separate OS processes."""
+"""The SQLite backend: SQLiteStore, and its opener for open_store.
+
+WAL journal, busy timeout, and one `BEGIN IMMEDIATE` transaction per state change, so that
+claims are atomic across threads and separate OS processes."""
 
 from __future__ import annotations
 

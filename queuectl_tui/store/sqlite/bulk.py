@@ -1,5 +1,4 @@
-"""Bulk enqueue: batches of jobs, each one JSON text that SQLite unpacks itself, in one
-transaction."""
+"""Bulk enqueue: batches of jobs as JSON texts that SQLite unpacks, in one transaction."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The engine's transactions: settling runs and claiming jobs in one exchange, and recovering
-the jobs of lost workers. Each runs inside the caller's write transaction."""
+"""The engine's writes: settle runs and claim jobs in one exchange; recover lost workers' jobs.
+
+Each runs inside the caller's write transaction."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""One store's connection to its SQLite file: opening and configuring it, reads, and the write
-path (the write turn, `BEGIN IMMEDIATE` with retries, and the sync of a durable commit)."""
+"""One store's SQLite connection: opening and configuring it, reads, and the write path.
+
+The write path: the write turn, `BEGIN IMMEDIATE` with retries, the sync of a durable commit."""
 
 from __future__ import annotations
 
@@ -10,16 +11,14 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from ..base import StoreBusyError, StoreError, StoreWaitingError
 from . import schema
 from .dbfile import FileKind, check_folder, create_file, newer_schema_error, recognise, store_error
+from .rows import D, RowMap
 from .wal import WalFile
 from .writelock import WriteTurn, process_lock
-
-if TYPE_CHECKING:
-    from .rows import D, RowMap
 
 log = logging.getLogger("queuectl.store")
 

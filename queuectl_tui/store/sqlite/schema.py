@@ -1,5 +1,6 @@
-"""The schema as numbered migrations (migrations/NNNN_name.sql, read once at import), and how
-a database is brought up to date: `PRAGMA user_version` records the last migration applied."""
+"""The schema: numbered migrations (migrations/NNNN_name.sql), applied up to the latest.
+
+They are read once at import; `PRAGMA user_version` records the last one a database has."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The named SQL statements of sql/queries.sql, read once at import, and the lists of values
-bound to them."""
+"""The named statements of sql/queries.sql (read once at import) and the lists bound to them."""
 
 from __future__ import annotations
 

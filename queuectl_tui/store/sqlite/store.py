@@ -1,5 +1,4 @@
-"""SQLiteStore: the Store interface as named statements (sql/queries.sql) run through one
-connection (connection.py)."""
+"""SQLiteStore: the Store interface as named statements run through one connection."""
 
 from __future__ import annotations
 
