@@ -111,10 +111,10 @@ def test_rows_become_jobs_by_column_name_whatever_the_order_of_the_columns(
     store.enqueue(spec(id="a", priority=3, max_retries=1), 3, NOW)
     names = [field.name for field in dataclasses.fields(Job)]
     with sqlite_file(store.location) as conn:
-        shuffled = conn.execute(f"SELECT 'x' AS extra, {', '.join(reversed(names))} FROM jobs")
-        assert JOBS.all(shuffled) == [store.get("a")]
+        shuffled = f"SELECT 'x' AS extra, {', '.join(reversed(names))} FROM jobs"
+        assert JOBS.all(conn, shuffled) == [store.get("a")]
         with pytest.raises(LookupError, match=r"Job\.last_error"):
-            JOBS.all(conn.execute(f"SELECT {', '.join(names[:-1])} FROM jobs"))
+            JOBS.all(conn, f"SELECT {', '.join(names[:-1])} FROM jobs")
 
 
 @pytest.mark.parametrize(

@@ -46,7 +46,7 @@ def exchange(
                 touch.failed += 1
     claimed: dict[str, Job] = {}
     for worker_id in _active_workers(conn, claimants):
-        job = JOBS.first(conn.execute(SQL["claim_next"], (worker_id, pid, now, now, now)))
+        job = JOBS.first(conn, SQL["claim_next"], (worker_id, pid, now, now, now))
         if job is None:
             break
         claimed[worker_id] = job
@@ -75,7 +75,7 @@ def recover_orphans(
     for chunk in chunks(list(dead_worker_ids)):
         conn.execute(with_list("mark_workers_lost", len(chunk)), (now, *chunk))
     recovered: list[Job] = []
-    for job in JOBS.all(conn.execute(SQL["orphaned_jobs"])):
+    for job in JOBS.all(conn, SQL["orphaned_jobs"]):
         lost = Settlement(
             job=job,
             outcome=Outcome.LOST,
@@ -85,7 +85,7 @@ def recover_orphans(
             finished_at=now,
         )
         _settle_one(conn, lost, policy)
-        after = JOBS.first(conn.execute(SQL["job_by_seq"], (job.seq,)))
+        after = JOBS.first(conn, SQL["job_by_seq"], (job.seq,))
         assert after is not None  # settled, not deleted
         recovered.append(after)
     return recovered

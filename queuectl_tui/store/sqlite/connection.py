@@ -157,7 +157,7 @@ class Database:
         with self._lock, self._sqlite_errors():
             cursor = self._connection().execute(sql, params)
             found, description = cursor.fetchall(), cursor.description
-        return rows.from_rows(found, description)
+        return rows.from_rows(sql, found, description)
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[sqlite3.Connection]:

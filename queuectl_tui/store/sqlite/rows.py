@@ -23,8 +23,10 @@ _NAME = itemgetter(0)
 
 
 class RowMap(Generic[D]):
-    """Makes `cls` objects of rows that have a column named like each of its fields, in any
-    order (other columns are left out). A field of an enum type gets the enum of its value."""
+    """Makes `cls` objects of the rows of statements that have a column named like each of its
+    fields, in any order (other columns are left out). A field of an enum type gets the enum
+    of its value. Which column goes where is worked out from `cursor.description` the first
+    time a statement is run, and kept under the statement's text."""
 
     def __init__(self, cls: type[D]) -> None:
         self._cls = cls
@@ -35,28 +37,28 @@ class RowMap(Generic[D]):
             for place, name in enumerate(self._fields)
             if isinstance(hints[name], type) and issubclass(hints[name], enum.Enum)
         )
-        self._makers: dict[tuple[str, ...], Callable[[Row], D]] = {}
+        self._makers: dict[str, Callable[[Row], D]] = {}  # by statement
 
-    def first(self, cursor: sqlite3.Cursor) -> D | None:
-        """The next row of `cursor` as an object, or None when there is none."""
+    def first(self, conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> D | None:
+        """The first row of statement `sql` as an object, or None when there is none."""
+        cursor = conn.execute(sql, params)
         row = cursor.fetchone()
-        return None if row is None else self._maker(cursor.description)(row)
+        return None if row is None else self._maker(sql, cursor.description)(row)
 
-    def all(self, cursor: sqlite3.Cursor) -> list[D]:
-        """The remaining rows of `cursor`, fetched before anything else runs."""
-        return self.from_rows(cursor.fetchall(), cursor.description)
+    def all(self, conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> list[D]:
+        """Every row of statement `sql`, fetched before anything else runs."""
+        cursor = conn.execute(sql, params)
+        return self.from_rows(sql, cursor.fetchall(), cursor.description)
 
-    def from_rows(self, rows: Iterable[Row], description: Description) -> list[D]:
-        make = self._maker(description)
+    def from_rows(self, sql: str, rows: Iterable[Row], description: Description) -> list[D]:
+        """The rows statement `sql` gave, its cursor's `description` beside them."""
+        make = self._maker(sql, description)
         return [make(row) for row in rows]
 
-    def _maker(self, description: Description) -> Callable[[Row], D]:
-        """How rows with these columns become objects: worked out the first time a statement
-        with them is read, then looked up by the names (a few hundred ns a statement)."""
-        names = tuple(map(_NAME, description))
-        make = self._makers.get(names)
+    def _maker(self, sql: str, description: Description) -> Callable[[Row], D]:
+        make = self._makers.get(sql)
         if make is None:
-            make = self._makers[names] = self._build(names)
+            make = self._makers[sql] = self._build(tuple(map(_NAME, description)))
         return make
 
     def _build(self, names: tuple[str, ...]) -> Callable[[Row], D]:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from types import MappingProxyType
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -37,9 +37,10 @@ def _parse(text: str) -> dict[str, str]:
     return {name: "\n".join(body) for name, body in statements.items()}
 
 
-SQL: Mapping[str, str] = MappingProxyType(_parse(_FILE.read_text(encoding="utf-8")))
+SQL: Mapping[str, str] = _parse(_FILE.read_text(encoding="utf-8"))
 
 
+@functools.lru_cache(maxsize=256)  # the hot ones are short lists: the workers of one pool
 def with_list(name: str, count: int) -> str:
     """Statement `name` with its `(?, ...)` as `count` placeholders."""
     # The only SQL put together at run time: as many question marks as the list has values.

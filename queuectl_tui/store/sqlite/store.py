@@ -70,13 +70,12 @@ class SQLiteStore(Store):
     def enqueue(self, spec: JobSpec, default_max_retries: int, now: int) -> EnqueueResult:
         def body(conn: sqlite3.Connection) -> EnqueueResult:
             if spec.idempotency_key is not None:
-                known = JOBS.first(
-                    conn.execute(SQL["job_by_idempotency_key"], (spec.idempotency_key,))
-                )
+                known = JOBS.first(conn, SQL["job_by_idempotency_key"], (spec.idempotency_key,))
                 if known is not None:
                     return EnqueueResult(known, created=False)
             try:
-                inserted = conn.execute(
+                job = JOBS.first(
+                    conn,
                     SQL["insert_job"],
                     (
                         spec.id,
@@ -90,7 +89,6 @@ class SQLiteStore(Store):
                         now,
                     ),
                 )
-                job = JOBS.first(inserted)
             except sqlite3.IntegrityError:
                 raise DuplicateJobError(spec.id) from None
             assert job is not None  # RETURNING gives the row inserted
@@ -317,7 +315,7 @@ class SQLiteStore(Store):
     def request_stop(self, now: int) -> list[Worker]:
         def body(conn: sqlite3.Connection) -> list[Worker]:
             conn.execute(SQL["request_stop"], (now,))
-            return WORKERS.all(conn.execute(SQL["active_workers_by_id"]))
+            return WORKERS.all(conn, SQL["active_workers_by_id"])
 
         return self._db.write(body, durable=True)
 
