@@ -27,6 +27,7 @@ from .store import (
     QueueStats,
     Store,
     StoreError,
+    StoreOptions,
     open_store,
 )
 from .timeutil import now_ms
@@ -43,7 +44,8 @@ class NotFoundError(NotFound):
 def open_queue(settings: Settings) -> Store:
     """The queue for a command or the console: a missing database is created by the first
     write, never by a read."""
-    return open_store(settings.database, file_mode=settings.file_permissions, create_at_open=False)
+    options = StoreOptions(file_mode=settings.file_permissions, create_at_open=False)
+    return open_store(settings.database, options)
 
 
 # Longer than any number a job field accepts, and short enough to convert quickly.

@@ -57,11 +57,3 @@ def backend_location(backend: str, folder: Path, name: str = "queue.db") -> str:
 
 def open_backend(backend: str, folder: Path, name: str = "queue.db") -> Store:
     return open_store(backend_location(backend, folder, name))
-
-
-def fresh_store(backend: str) -> Store:
-    """A fresh, empty queue of `backend` that lives as long as the store (SQLite: in memory),
-    for tests that open hundreds."""
-    if backend == "sqlite":
-        return open_store(":memory:")
-    raise ValueError(f"no such backend: {backend}")

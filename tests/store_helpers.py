@@ -1,6 +1,12 @@
-"""Steps the store tests share: claim as a worker, settle a run, register workers."""
+"""Steps the store tests share: claim as a worker, settle a run, register workers; and a
+connection of a test's own to a SQLite queue's file."""
 
 from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
 
 from queuectl_tui.lifecycle import RetryPolicy
 from queuectl_tui.models import Outcome, Worker, WorkerStatus
@@ -35,3 +41,20 @@ def register(store: Store, *ids: str, status=WorkerStatus.IDLE, now: int = NOW) 
     store.register_workers(
         [Worker(i, "pool", 4242, "host", status, now, now, None, None, 0, 0) for i in ids]
     )
+
+
+@contextlib.contextmanager
+def sqlite_file(path: str | Path, writable: bool = False) -> Iterator[sqlite3.Connection]:
+    """A connection of the test's own to the SQLite queue at `path`, beside the store's: for
+    what only SQLite can answer, and for SQL written by hand around the store. Read-only
+    unless `writable`; a writable one commits each statement and has foreign keys on, like
+    the store's own connection (deleting a job deletes its attempts)."""
+    if writable:
+        conn = sqlite3.connect(path, isolation_level=None)
+        conn.execute("PRAGMA foreign_keys = ON")
+    else:
+        conn = sqlite3.connect(Path(path).absolute().as_uri() + "?mode=ro", uri=True)
+    try:
+        yield conn
+    finally:
+        conn.close()

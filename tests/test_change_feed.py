@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from queuectl_tui.store import open_store
-from queuectl_tui.store.changes import inotify_available
+from queuectl_tui.store.sqlite.changes import inotify_available
 
 from helpers import spec
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from queuectl_tui.store import ForeignDatabaseError, SQLiteStore, StoreBusyError, StoreCorrupt
-from queuectl_tui.store.schema import APPLICATION_ID, MIGRATIONS
+from queuectl_tui.store.sqlite.schema import APPLICATION_ID, MIGRATIONS
 
 from helpers import RunCli, clean_env, spec, wait_until
 
@@ -205,7 +205,7 @@ def test_database_of_an_earlier_version_opens_and_is_stamped(
     run_cli: RunCli, db_path: Path
 ) -> None:
     conn = sqlite3.connect(db_path)
-    conn.executescript(MIGRATIONS[0] + "PRAGMA user_version = 1;")
+    conn.executescript(MIGRATIONS[0].script + "PRAGMA user_version = 1;")
     conn.execute(
         "INSERT INTO jobs (id, command, state, run_at, max_retries, created_at, updated_at) "
         "VALUES ('old', 'true', 'pending', 1, 3, 1, 1)"

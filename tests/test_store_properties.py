@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections import Counter
+from pathlib import Path
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from store_helpers import sqlite_file
 
 from queuectl_tui.lifecycle import RetryPolicy
 from queuectl_tui.models import Job, JobState, Outcome, Worker, WorkerStatus
 from queuectl_tui.store import Settlement, SQLiteStore
 
-from helpers import BACKENDS, fresh_store, spec
+from helpers import BACKENDS, open_backend, spec
 
 POLICY = RetryPolicy(2.0, 60.0)
 
@@ -27,7 +30,8 @@ class QueueMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.store = fresh_store(self.backend)
+        self.folder = tempfile.TemporaryDirectory()
+        self.store = open_backend(self.backend, Path(self.folder.name))
         self.now = 1_800_000_000_000
         self.next_id = 0
         self.held: dict[str, Job] = {}  # job id -> the job as its worker claimed it
@@ -45,6 +49,7 @@ class QueueMachine(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         self.store.close()
+        self.folder.cleanup()
 
     @rule(retries=st.integers(0, 2), priority=st.integers(-2, 2), count=st.integers(1, 3))
     def enqueue(self, retries: int, priority: int, count: int) -> None:
@@ -137,13 +142,15 @@ class QueueMachine(RuleBasedStateMachine):
         if not isinstance(self.store, SQLiteStore):
             return
         # SQLite keeps per-10-second counters by trigger: they match the history too.
-        per_minute = self.store._conn.execute(
-            "SELECT finished_at / 10000, sum(outcome = 'completed'), sum(outcome <> 'completed') "
-            "FROM attempts WHERE outcome <> 'cancelled' GROUP BY 1 ORDER BY 1"
-        ).fetchall()
-        kept = self.store._conn.execute(
-            "SELECT slot, completed, failed FROM attempt_rates ORDER BY slot"
-        ).fetchall()
+        with sqlite_file(self.store.location) as conn:
+            per_minute = conn.execute(
+                "SELECT finished_at / 10000, sum(outcome = 'completed'), "
+                "sum(outcome <> 'completed') "
+                "FROM attempts WHERE outcome <> 'cancelled' GROUP BY 1 ORDER BY 1"
+            ).fetchall()
+            kept = conn.execute(
+                "SELECT slot, completed, failed FROM attempt_rates ORDER BY slot"
+            ).fetchall()
         assert kept == per_minute
 
     @invariant()

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from queuectl_tui.models import WorkerStatus
-from queuectl_tui.store import SQLiteStore, StoreWaitingError, open_store
+from queuectl_tui.store import SQLiteStore, StoreOptions, StoreWaitingError, open_store
 
 from helpers import spec
 
@@ -77,7 +77,7 @@ def test_a_bounded_wait_that_runs_out_keeps_its_place_and_writes_nothing(tmp_pat
     db = tmp_path / "q.db"
     open_store(db).close()
     marker = tmp_path / "held"
-    with _turn_held(db, marker), open_store(db, lock_wait=0.05) as store:
+    with _turn_held(db, marker), open_store(db, StoreOptions(lock_wait=0.05)) as store:
         with pytest.raises(StoreWaitingError, match="stayed locked"):
             store.enqueue(spec(id="early"), 3, NOW)
         assert store.get("early") is None
@@ -92,8 +92,6 @@ def test_a_durable_write_syncs_the_wal_after_passing_the_turn_on(
     """An enqueue returns only once its commit is on disk, but the disk is waited for outside
     the write turn, so that the next writer's transaction runs meanwhile."""
     import fcntl
-
-    from queuectl_tui.store import sqlite
 
     db = tmp_path / "q.db"
     synced: list[tuple[str, bool]] = []
@@ -113,7 +111,7 @@ def test_a_durable_write_syncs_the_wal_after_passing_the_turn_on(
 
     with SQLiteStore(db) as store:
         store.enqueue(spec(id="warm-up"), 3, NOW)
-        monkeypatch.setattr(sqlite.os, "fdatasync", watching_fsync)
+        monkeypatch.setattr(os, "fdatasync", watching_fsync)
         store.enqueue(spec(id="a"), 3, NOW)
         assert synced == [(f"{db}-wal", True)]
         synced.clear()
@@ -131,7 +129,7 @@ def test_one_helper_thread_waits_in_line_for_a_store_however_often_it_waits(
     db = tmp_path / "q.db"
     open_store(db).close()
     helpers: set[int] = set()
-    with open_store(db, lock_wait=0.05) as store:
+    with open_store(db, StoreOptions(lock_wait=0.05)) as store:
         for number in range(4):
             marker = tmp_path / f"held-{number}"
             with _turn_held(db, marker):

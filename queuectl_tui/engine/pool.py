@@ -37,7 +37,7 @@ from typing import Any
 from ..config import Settings
 from ..files import open_for_append
 from ..models import ACTIVE_WORKER_STATUSES, Job, JobState, Worker, WorkerStatus
-from ..store import Store, StoreError, open_store
+from ..store import Store, StoreError, StoreOptions, open_store
 from ..timeutil import human_seconds, now_ms, to_iso
 from . import events, procfs
 from .containment import ensure_descriptors, pool_orphans, prepare_pool_process, reap_orphans
@@ -194,7 +194,7 @@ class Pool:
     def run(self, install_signals: bool = True) -> int:
         settings = self.settings
         # Fails early, before any thread starts; creates the database with the file mode.
-        store = open_store(settings.database, file_mode=settings.file_permissions)
+        store = open_store(settings.database, StoreOptions(file_mode=settings.file_permissions))
         previous: dict[signal.Signals, Any] = {}
         try:
             if install_signals:
@@ -217,7 +217,7 @@ class Pool:
         self.ctx = ctx = PoolContext(
             settings=settings,
             pid=self.pid,
-            open_store=lambda: open_store(path, lock_wait=DISPATCH_LOCK_WAIT),
+            open_store=lambda: open_store(path, StoreOptions(lock_wait=DISPATCH_LOCK_WAIT)),
             doorbell=doorbell,
             watcher=watcher,
         )

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import ConfigurationError
-from ..files import DEFAULT_FILE_MODE
 from ..location import normalise, scheme
 from .base import (
     BulkEnqueueResult,
@@ -23,38 +23,35 @@ from .base import (
     StoreError,
     StoreWaitingError,
 )
+from .options import StoreOptions
 from .sqlite import SQLiteStore
 
 
-def open_store(
-    path: str | Path,  # a path or a URL (see location.py)
-    lock_wait: float | None = None,
-    file_mode: int = DEFAULT_FILE_MODE,
-    create_at_open: bool = True,
-) -> Store:
-    """Open (creating with `file_mode` and migrating if needed) the store at `path`.
+def _open_sqlite(location: str, options: StoreOptions) -> Store:
+    from .sqlite import open_sqlite
+
+    return open_sqlite(location, options)
+
+
+# The backends by URL scheme; a path is SQLite. Each opener imports its backend when a location
+# first names it, so that a backend's driver is loaded only for the queues that use it.
+_OPENERS: dict[str, Callable[[str, StoreOptions], Store]] = {"sqlite": _open_sqlite}
+
+
+def open_store(location: str | Path, options: StoreOptions = StoreOptions()) -> Store:
+    """Open (creating and migrating if needed, see StoreOptions) the store at `location`: a
+    path or a URL (see location.py).
 
     A file that is not a queue is refused untouched (ForeignDatabaseError); a damaged one
-    raises StoreCorrupt. With `create_at_open` false, a missing database is created by the
-    first write, and reads until then see an empty queue.
-
-    A write waits for the database's write lock up to 5 s, then retries with backoff for up
-    to a minute. With `lock_wait`, it gives up after that many seconds instead (StoreBusyError),
-    for a caller that has other work to do meanwhile."""
-    location = normalise(str(path))
-    if scheme(location) is not None:  # a backend other than SQLite
+    raises StoreCorrupt."""
+    where = normalise(str(location))
+    backend = scheme(where) or "sqlite"  # a sqlite:// URL is a path by now
+    opener = _OPENERS.get(backend)
+    if opener is None:
         raise ConfigurationError(
-            f"this queuectl stores queues in SQLite only; {scheme(location)} is not available"
+            f"this queuectl stores queues in SQLite only; {backend} is not available"
         )
-    if lock_wait is None:
-        return SQLiteStore(location, file_mode=file_mode, create_at_open=create_at_open)
-    return SQLiteStore(
-        location,
-        busy_timeout=lock_wait,
-        lock_retry_seconds=0.0,
-        file_mode=file_mode,
-        create_at_open=create_at_open,
-    )
+    return opener(where, options)
 
 
 __all__ = [
@@ -72,6 +69,7 @@ __all__ = [
     "StoreBusyError",
     "StoreCorrupt",
     "StoreError",
+    "StoreOptions",
     "StoreWaitingError",
     "open_store",
 ]

@@ -13,7 +13,7 @@ from engine_helpers import wait_until
 from queuectl_tui.engine.wake import ChangeWatcher, Doorbell
 from queuectl_tui.models import JobSpec, WorkerStatus
 from queuectl_tui.store import open_store
-from queuectl_tui.store.changes import inotify_available
+from queuectl_tui.store.sqlite.changes import inotify_available
 from queuectl_tui.timeutil import now_ms
 
 QUIET = 0.5  # how long a change that gives nobody work is watched for a wrong ring

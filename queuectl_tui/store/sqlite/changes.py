@@ -19,10 +19,10 @@ import os
 import struct
 from typing import TYPE_CHECKING
 
-from .base import ChangeFeed, StoreError
+from ..base import ChangeFeed, StoreError
 
 if TYPE_CHECKING:
-    from .sqlite import SQLiteStore
+    from .store import SQLiteStore
 
 # inotify constants from <sys/inotify.h>.
 _IN_MODIFY = 0x00000002

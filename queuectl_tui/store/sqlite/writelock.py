@@ -1,5 +1,6 @@
-"""The database's write turn among processes: an exclusive flock on a file beside the database
-(`queue.db-lock`), taken around every write transaction.
+"""The database's write turn: among the threads of this process a lock per database file, then
+among processes an exclusive flock on a file beside the database (`queue.db-lock`), both taken
+around every write transaction.
 
 SQLite's own write lock is fair to no one: a writer that finds it taken sleeps in the busy
 handler (1, 2, 5, 10 ... ms) and tries again, so a producer that commits back to back, which
@@ -21,7 +22,7 @@ import os
 import stat
 import threading
 
-from ..files import create_exclusive
+from ...files import create_exclusive
 
 log = logging.getLogger("queuectl.store")
 
@@ -31,6 +32,22 @@ LOCK_SUFFIX = "-lock"
 UNCLAIMED_TURN = 0.2
 
 _IDLE, _WAITING, _READY, _HELD = range(4)
+
+# One lock per database file per process. The threads of one pool take turns for the write
+# lock here, where a release wakes the next waiter at once, rather than in SQLite's busy
+# handler, which sleeps 1, 2, 5, 10 ... ms between tries: under a busy pool that sleeping cost
+# a quarter of all CPU samples. Separate processes still meet at SQLite's own lock.
+_PROCESS_LOCKS: dict[str, threading.Lock] = {}
+_PROCESS_LOCKS_GUARD = threading.Lock()
+
+
+def process_lock(location: str) -> threading.Lock:
+    """The lock this process's writers to the database at `location` take turns at."""
+    if location == ":memory:":
+        return threading.Lock()  # every in-memory connection is a database of its own
+    key = os.path.realpath(os.path.expanduser(location))
+    with _PROCESS_LOCKS_GUARD:
+        return _PROCESS_LOCKS.setdefault(key, threading.Lock())
 
 
 class WriteTurn:

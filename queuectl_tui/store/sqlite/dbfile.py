@@ -1,5 +1,6 @@
 """What a database path holds, found out before SQLite may change anything in it: nothing, an
-empty file, a queue, or another application's file (which must stay byte for byte as it is)."""
+empty file, a queue, or another application's file (which must stay byte for byte as it is);
+and how a new database file is made."""
 
 from __future__ import annotations
 
@@ -7,10 +8,15 @@ import enum
 import os
 import sqlite3
 import stat
+from pathlib import Path
 from urllib.parse import quote
 
-from .base import ForeignDatabaseError, StoreCorrupt, StoreError
-from .schema import APPLICATION_ID, SCHEMA_VERSION, TABLES
+from ...files import create_exclusive
+from ..base import ForeignDatabaseError, StoreCorrupt, StoreError
+from .schema import APPLICATION_ID, SCHEMA_VERSION
+
+# The tables of every queue: how one made before the application_id stamp is known.
+TABLES = frozenset({"jobs", "attempts", "workers", "stop_requests", "state_counts"})
 
 
 class FileKind(enum.Enum):
@@ -43,6 +49,25 @@ def recognise(location: str) -> FileKind:
     if names >= TABLES and version >= 1:
         return _checked_version(location, version)
     raise ForeignDatabaseError(location, "it holds tables of another application")
+
+
+def check_folder(location: str) -> None:
+    parent = Path(location).expanduser().parent
+    if not parent.is_dir():
+        raise StoreError(f"the folder for the database does not exist: {parent}")
+
+
+def create_file(location: str, file_mode: int) -> None:
+    """Create the database file first, so that it (and the -wal and -shm files SQLite
+    gives the same mode) has the queue's permissions whatever the umask."""
+    try:
+        created = create_exclusive(location, file_mode)
+    except OSError as error:
+        raise StoreError(f"cannot create database {location}: {error.strerror}") from None
+    # Not created: another process made it meanwhile (look again), or a symlink to nowhere
+    # is in the way, which SQLite would follow to create a file elsewhere.
+    if not created and recognise(location) is FileKind.ABSENT:
+        raise StoreError(f"cannot create database {location}: it is a symbolic link to nothing")
 
 
 def newer_schema_error(location: str, version: int) -> StoreError:

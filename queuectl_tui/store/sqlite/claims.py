@@ -1,0 +1,164 @@
+"""The engine's writes: settle runs and claim jobs in one exchange; recover lost workers' jobs.
+
+Each runs inside the caller's write transaction."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ...lifecycle import RetryPolicy, after_attempt
+from ...models import Job, JobState, Outcome
+from ..base import Exchange, Settlement, SettleResult
+from .rows import JOBS
+from .statements import SQL, chunks, with_list
+
+
+@dataclass(slots=True)
+class _WorkerTouch:
+    """How one exchange changes one worker's row."""
+
+    job: Job | None = None
+    done: int = 0
+    failed: int = 0
+
+
+def exchange(
+    conn: sqlite3.Connection,
+    settlements: Sequence[Settlement],
+    claimants: Sequence[str],
+    pid: int,
+    now: int,
+    policy: RetryPolicy,
+) -> Exchange:
+    """Record each settlement, then claim a job for each claimant while there are any."""
+    settled: list[SettleResult] = []
+    touched: dict[str, _WorkerTouch] = {}
+    for settlement in settlements:
+        result = _settle_one(conn, settlement, policy)
+        settled.append(result)
+        if result.state is not None:
+            touch = touched.setdefault(settlement.job.worker_id or "", _WorkerTouch())
+            if settlement.outcome is Outcome.COMPLETED:
+                touch.done += 1
+            elif settlement.outcome is not Outcome.CANCELLED:
+                touch.failed += 1
+    claimed: dict[str, Job] = {}
+    for worker_id in _active_workers(conn, claimants):
+        job = JOBS.first(conn, SQL["claim_next"], (worker_id, pid, now, now, now))
+        if job is None:
+            break
+        claimed[worker_id] = job
+        touched.setdefault(worker_id, _WorkerTouch()).job = job
+    conn.executemany(
+        SQL["touch_worker"],
+        [
+            (
+                None if touch.job is None else touch.job.id,
+                now,
+                touch.done,
+                touch.failed,
+                "idle" if touch.job is None else "busy",
+                worker_id,
+            )
+            for worker_id, touch in touched.items()
+        ],
+    )
+    return Exchange(settled, claimed)
+
+
+def recover_orphans(
+    conn: sqlite3.Connection, dead_worker_ids: Sequence[str], policy: RetryPolicy, now: int
+) -> list[Job]:
+    """Mark the workers lost, then settle every job in flight without an active owner as lost."""
+    for chunk in chunks(list(dead_worker_ids)):
+        conn.execute(with_list("mark_workers_lost", len(chunk)), (now, *chunk))
+    recovered: list[Job] = []
+    for job in JOBS.all(conn, SQL["orphaned_jobs"]):
+        lost = Settlement(
+            job=job,
+            outcome=Outcome.LOST,
+            exit_code=None,
+            output="",
+            error=f"worker {job.worker_id} (pid {job.worker_pid}) was lost mid-job",
+            finished_at=now,
+        )
+        _settle_one(conn, lost, policy)
+        after = JOBS.first(conn, SQL["job_by_seq"], (job.seq,))
+        assert after is not None  # settled, not deleted
+        recovered.append(after)
+    return recovered
+
+
+def _active_workers(conn: sqlite3.Connection, worker_ids: Sequence[str]) -> list[str]:
+    """The given workers that are still active, in the given order. A worker another pool
+    has declared lost must not take work: its jobs would be orphans at once, recovered and
+    run again while it still runs them."""
+    if not worker_ids:
+        return []
+    active: set[str] = set()
+    for chunk in chunks(worker_ids):
+        statement = with_list("active_workers_among", len(chunk))
+        active.update(row[0] for row in conn.execute(statement, tuple(chunk)))
+    return [worker_id for worker_id in worker_ids if worker_id in active]
+
+
+def _settle_one(
+    conn: sqlite3.Connection, settlement: Settlement, policy: RetryPolicy
+) -> SettleResult:
+    job = settlement.job
+    now = settlement.finished_at
+    outcome = settlement.outcome
+    fence = (job.seq, job.worker_id, job.runs)  # see complete_job in queries.sql
+    if outcome is Outcome.COMPLETED:
+        row = conn.execute(
+            SQL["complete_job"], (now, settlement.exit_code, settlement.error, now, *fence)
+        ).fetchone()
+        if row is None:
+            return SettleResult(None, None)
+        state, scheduled_at = JobState.COMPLETED, row[0]
+        run_at = scheduled_at
+    else:
+        row = conn.execute(SQL["job_to_settle"], fence).fetchone()
+        if row is None:
+            return SettleResult(None, None)
+        scheduled_at, attempts, max_retries = row
+        step = after_attempt(
+            outcome,
+            attempts=attempts,
+            max_retries=max_retries,
+            scheduled_at=scheduled_at,
+            now=now,
+            policy=policy,
+        )
+        state, run_at, attempts = step.state, step.run_at, step.attempts
+        conn.execute(
+            SQL["settle_job"],
+            (
+                state.value,
+                run_at,
+                attempts,
+                now,
+                settlement.exit_code,
+                settlement.error,
+                now,
+                job.seq,
+            ),
+        )
+    conn.execute(
+        SQL["record_attempt"],
+        (
+            job.seq,
+            job.runs,
+            job.worker_id,
+            scheduled_at,
+            job.claimed_at or now,
+            now,
+            settlement.exit_code,
+            outcome.value,
+            settlement.output,
+            settlement.error,
+        ),
+    )
+    return SettleResult(state, run_at)

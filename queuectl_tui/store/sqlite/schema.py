@@ -1,0 +1,86 @@
+"""The schema: numbered migrations (migrations/NNNN_name.sql), applied up to the latest.
+
+They are read once at import; `PRAGMA user_version` records the last one a database has."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..base import ForeignDatabaseError
+
+# `PRAGMA application_id` of a queuectl database ("qctl"): how a file is known as a queue
+# before anything in it is changed. Databases made before it was stamped are known by their
+# tables (see dbfile.py) and get the stamp when next opened.
+APPLICATION_ID = int.from_bytes(b"qctl", "big")
+
+_FOLDER = Path(__file__).with_name("migrations")
+_FILE_NAME = re.compile(r"(\d{4})_\w+\.sql")
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int  # the user_version of a database once it is applied
+    name: str  # its file in migrations/
+    script: str
+    statements: tuple[str, ...]
+
+
+def _split(script: str) -> tuple[str, ...]:
+    """The statements of a script; sqlite3.complete_statement keeps trigger bodies whole.
+    A migration runs statement by statement because executescript would first commit the
+    transaction that also records its user_version (see upgrade)."""
+    statements: list[str] = []
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip():
+                statements.append(buffer.strip())
+            buffer = ""
+    if buffer.strip():
+        statements.append(buffer.strip())
+    return tuple(statements)
+
+
+def _load() -> tuple[Migration, ...]:
+    files = sorted(
+        (int(match.group(1)), path)
+        for path in _FOLDER.iterdir()
+        if (match := _FILE_NAME.fullmatch(path.name))
+    )
+    if [version for version, _ in files] != list(range(1, len(files) + 1)):
+        raise RuntimeError(f"the migrations in {_FOLDER} are not numbered 1, 2, 3 ...")
+    migrations = []
+    for version, path in files:
+        script = path.read_text(encoding="utf-8")
+        migrations.append(Migration(version, path.name, script, _split(script)))
+    return tuple(migrations)
+
+
+MIGRATIONS = _load()
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def is_current(conn: sqlite3.Connection) -> bool:
+    """Whether the database has every migration and the stamp (read without the write lock)."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    stamp = conn.execute("PRAGMA application_id").fetchone()[0]
+    return bool(version == SCHEMA_VERSION and stamp == APPLICATION_ID)
+
+
+def upgrade(conn: sqlite3.Connection, location: str) -> None:
+    """Apply the migrations the database lacks and stamp it as a queue (an earlier queuectl
+    made databases without the stamp), inside the caller's write transaction: every migration
+    commits together with its user_version, or nothing does."""
+    current = conn.execute("PRAGMA user_version").fetchone()[0]  # re-read under the lock
+    if current == 0 and conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+        raise ForeignDatabaseError(location, "it holds tables of another application")
+    for migration in MIGRATIONS[current:]:
+        for statement in migration.statements:
+            conn.execute(statement)
+        # PRAGMA takes no bound parameters; both numbers are ints of this module.
+        conn.execute(f"PRAGMA user_version = {migration.version}")
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")

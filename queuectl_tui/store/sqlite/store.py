@@ -1,0 +1,339 @@
+"""SQLiteStore: the Store interface as named statements run through one connection."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ...files import DEFAULT_FILE_MODE
+from ...lifecycle import RetryPolicy
+from ...models import (
+    STATES,
+    Attempt,
+    Job,
+    JobSpec,
+    JobState,
+    QueueCounts,
+    Worker,
+    WorkerStatus,
+)
+from ..base import (
+    BulkEnqueueResult,
+    ChangeFeed,
+    DuplicateJobError,
+    EnqueueResult,
+    Exchange,
+    QueueStats,
+    Settlement,
+    Store,
+)
+from . import bulk, claims
+from .changes import SQLiteChangeFeed
+from .connection import Database
+from .rows import ATTEMPTS, JOBS, WORKERS
+from .statements import SQL, chunks, with_list
+
+# Outcomes that count as failed attempts (a cancelled run was interrupted, not failed).
+FAILED_OUTCOMES = frozenset({"failed", "timeout", "lost"})
+RATE_SLOT_MS = 10_000  # the width of a slot of attempt_rates (schema migration 2)
+
+
+class SQLiteStore(Store):
+    def __init__(
+        self,
+        path: str | Path,
+        busy_timeout: float = 5.0,
+        lock_retry_seconds: float = 60.0,
+        file_mode: int = DEFAULT_FILE_MODE,
+        create_at_open: bool = True,
+    ) -> None:
+        """Open the queue at `path`, creating the file (with `file_mode`) if there is none.
+        With `create_at_open` false a missing file is created only by the first write; until
+        then reads answer from an empty queue, so that reading never creates a database."""
+        self.location = str(path)
+        self._db = Database(
+            self.location, busy_timeout, lock_retry_seconds, file_mode, create=create_at_open
+        )
+
+    def close(self) -> None:
+        self._db.close()
+
+    def change_feed(self, mode: str = "auto") -> ChangeFeed:
+        return SQLiteChangeFeed(self, self._db.wal_path(), mode)
+
+    def change_token(self) -> int:
+        return self._db.change_token()
+
+    # -- jobs --------------------------------------------------------------------------------
+    def enqueue(self, spec: JobSpec, default_max_retries: int, now: int) -> EnqueueResult:
+        def body(conn: sqlite3.Connection) -> EnqueueResult:
+            if spec.idempotency_key is not None:
+                known = JOBS.first(conn, SQL["job_by_idempotency_key"], (spec.idempotency_key,))
+                if known is not None:
+                    return EnqueueResult(known, created=False)
+            try:
+                job = JOBS.first(
+                    conn,
+                    SQL["insert_job"],
+                    (
+                        spec.id,
+                        spec.command,
+                        spec.priority,
+                        now if spec.run_at is None else spec.run_at,
+                        default_max_retries if spec.max_retries is None else spec.max_retries,
+                        spec.timeout,
+                        spec.idempotency_key,
+                        now,
+                        now,
+                    ),
+                )
+            except sqlite3.IntegrityError:
+                raise DuplicateJobError(spec.id) from None
+            assert job is not None  # RETURNING gives the row inserted
+            conn.execute(SQL["count_inserted"], (1,))
+            return EnqueueResult(job, created=True)
+
+        return self._db.write(body, durable=True)
+
+    def enqueue_batches(
+        self, batches: Iterable[Sequence[JobSpec]], default_max_retries: int, now: int
+    ) -> BulkEnqueueResult:
+        def body(conn: sqlite3.Connection) -> BulkEnqueueResult:
+            return bulk.insert_batches(conn, batches, default_max_retries, now)
+
+        try:
+            return self._db.write(body, durable=True)
+        except bulk.RepeatedId as repeated:  # looked up after the rollback, against stored jobs
+            raise DuplicateJobError(self._existing_id(repeated.batches)) from None
+
+    def _existing_id(self, batches: Sequence[Sequence[JobSpec]]) -> str:
+        """Which id made a batch insert fail: one repeated in the input, or one already stored
+        (only called on that rare path, after the failed transaction was rolled back)."""
+        ids = [spec.id for batch in batches for spec in batch]
+        seen: set[str] = set()
+        for job_id in ids:
+            if job_id in seen:
+                return job_id
+            seen.add(job_id)
+        for chunk in chunks(ids):
+            rows = self._db.read(with_list("stored_id_among", len(chunk)), chunk)
+            if rows:
+                return str(rows[0][0])
+        return ids[0] if ids else ""
+
+    def get(self, job_id: str) -> Job | None:
+        jobs = self._db.read_as(JOBS, SQL["job_by_id"], (job_id,))
+        return jobs[0] if jobs else None
+
+    def attempts(self, job_id: str) -> list[Attempt]:
+        return self._db.read_as(ATTEMPTS, SQL["job_attempts"], (job_id,))
+
+    def list_jobs(
+        self,
+        state: JobState | None = None,
+        limit: int = 50,
+        after_seq: int | None = None,
+        newest_first: bool = False,
+        search: str | None = None,
+    ) -> list[Job]:
+        where: list[str] = []
+        params: list[Any] = []
+        if state is not None:
+            where.append(SQL["list_jobs_in_state"])
+            params.append(state.value)
+        if after_seq is not None:
+            where.append(SQL["list_jobs_before" if newest_first else "list_jobs_after"])
+            params.append(after_seq)
+        if search:
+            pattern = "%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            pattern += "%"
+            where.append(SQL["list_jobs_matching"])
+            params.extend((pattern, pattern))
+        # Put together from the fixed parts of list_jobs (see queries.sql): one statement per
+        # combination of filters, each a range its index serves.
+        sql = SQL["list_jobs"]
+        if where:
+            sql += "\nWHERE " + "\nAND ".join(where)
+        sql += "\n" + SQL["list_jobs_newest_first" if newest_first else "list_jobs_oldest_first"]
+        params.append(max(0, limit))
+        return self._db.read_as(JOBS, sql, params)
+
+    def counts(self) -> dict[JobState, int]:
+        rows = self._db.read(SQL["state_counts"])
+        found = {JobState(state): n for state, n in rows}
+        return {state: found.get(state, 0) for state in STATES}
+
+    def queue_counts(self) -> QueueCounts:
+        with self._db.snapshot() as conn:  # one snapshot for both reads
+            rows = conn.execute(SQL["state_counts"]).fetchall()
+            active = conn.execute(SQL["count_active_workers"]).fetchone()[0]
+        found = {JobState(state): n for state, n in rows}
+        return QueueCounts({s: found.get(s, 0) for s in STATES}, active)
+
+    def stats(self, now: int, sample: int = 10_000) -> QueueStats:
+        result = QueueStats(counts=self.queue_counts())
+        result.completed_per_minute, result.failed_per_minute = self.throughput(now)
+        last_minute = self._db.read(SQL["outcomes_since"], (now - 60_000,))
+        for ok, count in last_minute:
+            if ok:
+                result.completed_last_minute = count
+            else:
+                result.failed_last_minute = count
+        totals = self._db.read(SQL["attempt_totals"])
+        result.attempts_total = sum(n for _, n, _ in totals)
+        result.attempts_failed = sum(n for outcome, n, _ in totals if outcome in FAILED_OUTCOMES)
+        result.retries = sum(retries for _, _, retries in totals)
+        rows = self._db.read(SQL["latest_timings"], (sample,))
+        result.sample_size = len(rows)
+        result.wait_ms = _summary([max(0, wait) for wait, _ in rows])
+        result.run_ms = _summary([run for _, run in rows])
+        return result
+
+    def throughput(self, now: int, minutes: int = 15) -> tuple[list[int], list[int]]:
+        """Completed and failed attempts in each of the last `minutes` minutes before `now`,
+        oldest first, read from counts per 10 s (a slot counts in the minute it starts in)."""
+        since = now - minutes * 60_000
+        completed = [0] * minutes
+        failed = [0] * minutes
+        for slot, done, failures in self._db.read(
+            SQL["attempt_rates"], (since // RATE_SLOT_MS, now // RATE_SLOT_MS)
+        ):
+            index = min(max((slot * RATE_SLOT_MS - since) // 60_000, 0), minutes - 1)
+            completed[index] += done
+            failed[index] += failures
+        return completed, failed
+
+    def retry_dead(self, job_ids: Sequence[str] | None, now: int) -> list[str]:
+        def body(conn: sqlite3.Connection) -> list[str]:
+            if job_ids is None:
+                return [row[0] for row in conn.execute(SQL["retry_all_dead"], (now, now))]
+            retried: list[str] = []
+            for chunk in chunks(list(dict.fromkeys(job_ids))):
+                cursor = conn.execute(with_list("retry_dead_among", len(chunk)), (now, now, *chunk))
+                retried.extend(row[0] for row in cursor)
+            return retried
+
+        return self._db.write(body, durable=True)
+
+    # -- the engine's protocol ------------------------------------------------------------------
+    def exchange(
+        self,
+        settlements: Sequence[Settlement],
+        claimants: Sequence[str],
+        pid: int,
+        now: int,
+        policy: RetryPolicy,
+    ) -> Exchange:
+        # The hot path of a busy pool: every run that ended since the last call is recorded
+        # and every free worker gets its next job, in one transaction (one WAL commit).
+        def body(conn: sqlite3.Connection) -> Exchange:
+            return claims.exchange(conn, settlements, claimants, pid, now, policy)
+
+        return self._db.write(body)
+
+    def has_due_work(self, now: int) -> bool:
+        return bool(self._db.read(SQL["has_due_work"], (now,)))
+
+    def wait_for_writers(self) -> None:
+        self._db.wait_for_writers()
+
+    def next_run_at(self, after: int) -> int | None:
+        rows = self._db.read(SQL["next_run_at"], (after,))
+        return rows[0][0] if rows else None
+
+    def recover_orphans(
+        self, dead_worker_ids: Sequence[str], policy: RetryPolicy, now: int
+    ) -> list[Job]:
+        def body(conn: sqlite3.Connection) -> list[Job]:
+            return claims.recover_orphans(conn, dead_worker_ids, policy, now)
+
+        return self._db.write(body)
+
+    # -- workers -------------------------------------------------------------------------------
+    def register_workers(self, workers: Sequence[Worker]) -> int:
+        rows = [
+            (
+                w.id,
+                w.pool_id,
+                w.pid,
+                w.host,
+                w.status.value,
+                w.started_at,
+                w.last_heartbeat,
+                w.stopped_at,
+                w.current_job,
+                w.jobs_done,
+                w.jobs_failed,
+            )
+            for w in workers
+        ]
+
+        def body(conn: sqlite3.Connection) -> int:
+            conn.executemany(SQL["register_worker"], rows)
+            return int(conn.execute(SQL["latest_stop_request"]).fetchone()[0])
+
+        return self._db.write(body)
+
+    def heartbeat(self, worker_ids: Sequence[str], now: int) -> None:
+        def body(conn: sqlite3.Connection) -> None:
+            for chunk in chunks(list(worker_ids)):
+                conn.execute(with_list("heartbeat_among", len(chunk)), (now, *chunk))
+
+        self._db.write(body)
+
+    def set_worker_status(
+        self,
+        worker_id: str,
+        status: WorkerStatus,
+        current_job: str | None,
+        now: int,
+        done: int = 0,
+        failed: int = 0,
+    ) -> None:
+        ended = status in (WorkerStatus.STOPPED, WorkerStatus.LOST)
+
+        def body(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                SQL["set_worker_status"],
+                (status.value, current_job, now, ended, now, done, failed, worker_id),
+            )
+
+        self._db.write(body)
+
+    def list_workers(self, active_only: bool = False) -> list[Worker]:
+        sql = SQL["list_active_workers" if active_only else "list_workers"]
+        return self._db.read_as(WORKERS, sql)
+
+    def prune_workers(self, stopped_before: int) -> int:
+        def body(conn: sqlite3.Connection) -> int:
+            return conn.execute(SQL["prune_workers"], (stopped_before,)).rowcount
+
+        return self._db.write(body)
+
+    def request_stop(self, now: int) -> list[Worker]:
+        def body(conn: sqlite3.Connection) -> list[Worker]:
+            conn.execute(SQL["request_stop"], (now,))
+            return WORKERS.all(conn, SQL["active_workers_by_id"])
+
+        return self._db.write(body, durable=True)
+
+    def stop_requested_after(self, request_id: int) -> bool:
+        rows = self._db.read(SQL["stop_requested_after"], (request_id,))
+        return bool(rows)
+
+    def stop_requested_since(self, since: int) -> bool:
+        rows = self._db.read(SQL["stop_requested_since"], (since,))
+        return bool(rows)
+
+
+def _summary(values: list[int]) -> dict[str, float | None]:
+    if not values:
+        return {"avg": None, "p50": None, "p95": None}
+    ordered = sorted(values)
+
+    def pick(fraction: float) -> float:
+        return float(ordered[min(len(ordered) - 1, int(fraction * len(ordered)))])
+
+    return {"avg": sum(ordered) / len(ordered), "p50": pick(0.50), "p95": pick(0.95)}
