@@ -21,7 +21,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any
 
-from . import service
+from . import control, service
 from .config import Settings
 from .errors import InvalidInput
 from .location import normalise
@@ -78,10 +78,11 @@ class Queue:
                 raise InvalidInput(f"job {number}: {error}", error.field) from None
         return service.enqueue_specs(self._store, self.settings, specs)
 
-    def retry(self, *job_ids: str) -> service.RetryOutcome:
+    def retry(self, *job_ids: str) -> control.RetryOutcome:
         """Send dead jobs back to pending with a fresh retry budget: these, or every dead job
         when none is named."""
-        return service.retry_dead(self._store, list(job_ids) if job_ids else None)
+        who = control.local_operator("api")
+        return control.retry_dead(self._store, list(job_ids) if job_ids else None, who)
 
     # -- watching ------------------------------------------------------------------------------
     def get(self, job_id: str) -> Job:

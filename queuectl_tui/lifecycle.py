@@ -13,8 +13,17 @@ from .models import JobState, Outcome
 
 # Outcomes a run can be recorded with (UNKNOWN is only ever read back).
 RECORDED_OUTCOMES = frozenset(
-    {Outcome.COMPLETED, Outcome.FAILED, Outcome.TIMEOUT, Outcome.LOST, Outcome.CANCELLED}
+    {
+        Outcome.COMPLETED,
+        Outcome.FAILED,
+        Outcome.TIMEOUT,
+        Outcome.LOST,
+        Outcome.CANCELLED,
+        Outcome.INTERRUPTED,
+    }
 )
+# Outcomes that spend an attempt of the retry budget (the others are not the job's fault).
+FAILED_OUTCOMES = frozenset({Outcome.FAILED, Outcome.TIMEOUT, Outcome.LOST})
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,20 +59,27 @@ def after_attempt(
     scheduled_at: int,
     now: int,
     policy: RetryPolicy,
+    cancel_requested: bool = False,
 ) -> Transition:
     """The job's next state after a run recorded with `outcome`.
 
     `attempts` counts this run (the claim counted it); `scheduled_at` is the job's run_at when
-    it was claimed. A completed job keeps both. A cancelled run (the pool stopped before or
-    while it ran) goes back to pending as it was, and does not count. A failed, timed-out or
-    lost run is retried after the policy's backoff while the budget (`max_retries` retries
-    after the first attempt) lasts, and is dead after that."""
+    it was claimed. A completed job keeps both, even if an operator asked to cancel it
+    meanwhile: it is done. A run the operator cancelled ends the job cancelled; so does any
+    run that did not complete once a cancel was asked for (`cancel_requested`): it is never
+    retried. An interrupted run (the pool stopped before or while it ran) goes back to
+    pending as it was, and does not count. A failed, timed-out or lost run is retried after
+    the policy's backoff while the budget (`max_retries` retries after the first attempt)
+    lasts, and is dead after that."""
     if outcome not in RECORDED_OUTCOMES:
         raise ValueError(f"a run cannot be recorded as {outcome.value!r}")
     if outcome is Outcome.COMPLETED:
         return Transition(JobState.COMPLETED, scheduled_at, attempts)
-    if outcome is Outcome.CANCELLED:
-        return Transition(JobState.PENDING, scheduled_at, attempts - 1)
+    if outcome is Outcome.INTERRUPTED:
+        state = JobState.CANCELLED if cancel_requested else JobState.PENDING
+        return Transition(state, scheduled_at, attempts - 1)
+    if outcome is Outcome.CANCELLED or cancel_requested:
+        return Transition(JobState.CANCELLED, scheduled_at, attempts)
     if attempts <= max_retries:
         return Transition(JobState.FAILED, now + policy.delay_ms(attempts), attempts)
     return Transition(JobState.DEAD, now, attempts)

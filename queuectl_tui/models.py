@@ -7,6 +7,7 @@ front end call it, so a job is accepted or refused for the same reasons everywhe
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, NamedTuple
@@ -22,12 +23,16 @@ class JobState(str, Enum):
     COMPLETED = "completed"
     FAILED = "failed"  # failed, retry scheduled at run_at
     DEAD = "dead"  # retries exhausted: the dead letter queue
+    CANCELLED = "cancelled"  # an operator cancelled it: never run again unless retried
 
     def __str__(self) -> str:
         return self.value
 
 
 STATES: tuple[JobState, ...] = tuple(JobState)
+WAITING_STATES = (JobState.PENDING, JobState.FAILED)  # claimable once run_at has come
+FINISHED_STATES = (JobState.COMPLETED, JobState.DEAD, JobState.CANCELLED)
+RETRYABLE_STATES = (JobState.DEAD, JobState.CANCELLED)  # back to pending with a fresh budget
 
 
 class Outcome(str, Enum):
@@ -37,7 +42,8 @@ class Outcome(str, Enum):
     FAILED = "failed"
     TIMEOUT = "timeout"
     LOST = "lost"  # the worker died or vanished mid-job
-    CANCELLED = "cancelled"  # stopped by a forced shutdown; costs no attempt
+    CANCELLED = "cancelled"  # an operator cancelled the run: the job ends cancelled
+    INTERRUPTED = "interrupted"  # stopped by a forced shutdown; costs no attempt
     # Read, never written: a stored value this version does not know (another program or a
     # newer version wrote it). One odd row must not make the job's history unreadable.
     UNKNOWN = "unknown"
@@ -78,6 +84,9 @@ MAX_KEY_LENGTH = 200
 MAX_PRIORITY = 2**31 - 1
 MAX_RETRIES_LIMIT = 100
 MAX_TIMEOUT_SECONDS = 7 * 86400
+DEFAULT_QUEUE = "default"
+QUEUE_NAME_RULE = "1 to 64 letters, digits, '-', '_' or '.'"
+_QUEUE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 # run_at: whole days that every reader can show as a four-digit year, whatever the offset.
 RUN_AT_RANGE_TEXT = ("0001-01-02", "9999-12-30")
 MIN_RUN_AT = parse_iso(RUN_AT_RANGE_TEXT[0] + "T00:00:00Z")
@@ -105,12 +114,15 @@ class Job:
     finished_at: int | None
     exit_code: int | None
     last_error: str | None
+    queue: str = DEFAULT_QUEUE
+    cancel_requested_at: int | None = None  # an operator asked to cancel it while it ran
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape of a job, times as ISO 8601 UTC."""
         return {
             "id": self.id,
             "command": self.command,
+            "queue": self.queue,
             "state": self.state.value,
             "attempts": self.attempts,
             "max_retries": self.max_retries,
@@ -127,6 +139,7 @@ class Job:
             "finished_at": to_iso(self.finished_at),
             "exit_code": self.exit_code,
             "last_error": self.last_error,
+            "cancel_requested_at": to_iso(self.cancel_requested_at),
         }
 
 
@@ -205,13 +218,23 @@ class JobSpec(NamedTuple):
     max_retries: int | None = None
     timeout: float | None = None
     idempotency_key: str | None = None
+    queue: str = DEFAULT_QUEUE
 
 
 class JobSpecError(InvalidInput):
     """Enqueue input that cannot be accepted; the message names the field."""
 
 
-JOB_FIELDS = ("id", "command", "priority", "run_at", "max_retries", "timeout", "idempotency_key")
+JOB_FIELDS = (
+    "id",
+    "command",
+    "queue",
+    "priority",
+    "run_at",
+    "max_retries",
+    "timeout",
+    "idempotency_key",
+)
 _JOB_FIELD_SET = frozenset(JOB_FIELDS)
 
 
@@ -327,6 +350,7 @@ def parse_job_spec(obj: Any) -> JobSpec:
     run_at = obj.get("run_at")
     timeout = obj.get("timeout")
     key = obj.get("idempotency_key")
+    queue = obj.get("queue")
     return JobSpec(
         job_id,
         command,
@@ -335,7 +359,20 @@ def parse_job_spec(obj: Any) -> JobSpec:
         None if max_retries is None else _integer(max_retries, "max_retries", 0, MAX_RETRIES_LIMIT),
         None if timeout is None else _timeout(timeout),
         None if key is None else _text(key, "idempotency_key", MAX_KEY_LENGTH),
+        DEFAULT_QUEUE if queue is None else queue_name(queue, "queue"),
     )
+
+
+def queue_name(value: Any, field_name: str = "queue", label: str | None = None) -> str:
+    """A valid queue name, or JobSpecError naming `field_name` (worded as `label`, by default
+    "field 'queue'")."""
+    if not isinstance(value, str) or _QUEUE_NAME.fullmatch(value) is None:
+        shown = printable(str(value), single_line=True)
+        what = label or f"field '{field_name}'"
+        raise JobSpecError(
+            f"{what} must be a queue name of {QUEUE_NAME_RULE}, not {shown!r}", field_name
+        )
+    return value
 
 
 @dataclass(slots=True)
@@ -354,3 +391,64 @@ class QueueCounts:
         data["total"] = self.total
         data["active_workers"] = self.active_workers
         return data
+
+
+@dataclass(frozen=True, slots=True)
+class QueueInfo:
+    """One named queue as `queue list` shows it."""
+
+    name: str
+    waiting: int  # pending and failed jobs
+    running: int
+    paused: bool
+    max_running: int | None  # None: no limit
+    oldest_due_at: int | None  # when its longest-waiting due job became due (epoch ms)
+    by_state: dict[JobState, int] = field(default_factory=dict)
+
+    def to_dict(self, now: int) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "waiting": self.waiting,
+            "running": self.running,
+            "paused": self.paused,
+            "max_running": self.max_running,
+            "oldest_waiting_s": (
+                None if self.oldest_due_at is None else max(0, now - self.oldest_due_at) / 1000
+            ),
+            "counts": {state.value: self.by_state.get(state, 0) for state in STATES},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """An operator's action as the audit trail records it: who, from where, on what."""
+
+    face: str  # cli, console, http, api
+    actor: str  # the OS user, or the HTTP token's name
+    host: str
+    action: str  # retry, retry-now, cancel, delete, prune, pause, resume, limit, stop
+    subject: str  # the jobs, queue or filter it was given, in words
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    id: int
+    at: int
+    face: str
+    actor: str
+    host: str
+    action: str
+    subject: str
+    touched: int  # how many jobs (or queues) it changed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "at": to_iso(self.at),
+            "face": self.face,
+            "actor": self.actor,
+            "host": self.host,
+            "action": self.action,
+            "subject": self.subject,
+            "touched": self.touched,
+        }

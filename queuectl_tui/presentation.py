@@ -14,6 +14,7 @@ STATE_STYLES: dict[JobState, str] = {
     JobState.COMPLETED: "green",
     JobState.FAILED: "magenta",
     JobState.DEAD: "bold red",
+    JobState.CANCELLED: "dim",
 }
 
 WORKER_STYLES: dict[WorkerStatus, str] = {

@@ -200,10 +200,14 @@ def list_jobs(
     limit: int = 50,
     after_seq: int | None = None,
     newest_first: bool = False,
+    queue: str | None = None,
 ) -> JobPage:
-    """One keyset page of jobs (in creation order, or newest first) and how many there are."""
-    jobs = store.list_jobs(state, limit=limit, after_seq=after_seq, newest_first=newest_first)
-    counts = store.counts()
+    """One keyset page of jobs (in creation order, or newest first; of one queue if given)
+    and how many there are."""
+    jobs = store.list_jobs(
+        state, limit=limit, after_seq=after_seq, newest_first=newest_first, queue=queue
+    )
+    counts = store.counts(queue)
     return JobPage(jobs, counts.get(state, 0) if state else sum(counts.values()))
 
 
@@ -230,31 +234,10 @@ def throughput(store: Store, now: int, minutes: int) -> tuple[list[int], list[in
     return store.throughput(now, minutes)
 
 
-def queue_status(store: Store) -> QueueCounts:
-    """Jobs per state and the number of active workers, in constant time."""
-    return store.queue_counts()
-
-
-@dataclass(frozen=True, slots=True)
-class RetryOutcome:
-    retried: list[str]
-    not_dead: list[str]  # known jobs that are not in the DLQ
-    unknown: list[str]
-
-
-def retry_dead(store: Store, job_ids: Sequence[str] | None) -> RetryOutcome:
-    """Return dead jobs to pending with a fresh retry budget (all of them for None)."""
-    retried = store.retry_dead(job_ids, now_ms())
-    if job_ids is None:
-        return RetryOutcome(retried, [], [])
-    done = set(retried)
-    not_dead: list[str] = []
-    unknown: list[str] = []
-    for job_id in dict.fromkeys(job_ids):
-        if job_id in done:
-            continue
-        (not_dead if store.get(job_id) is not None else unknown).append(job_id)
-    return RetryOutcome(retried, not_dead, unknown)
+def queue_status(store: Store, queue: str | None = None) -> QueueCounts:
+    """Jobs per state (of one queue, if given) and the number of active workers, in constant
+    time."""
+    return store.queue_counts(queue)
 
 
 def dead_jobs(store: Store, limit: int, after_seq: int | None = None) -> list[Job]:
@@ -314,7 +297,6 @@ __all__ = [
     "InputError",
     "JobPage",
     "NotFoundError",
-    "RetryOutcome",
     "StoreError",
     "all_workers",
     "dead_jobs",
@@ -331,7 +313,6 @@ __all__ = [
     "queue_stats",
     "queue_status",
     "request_stop",
-    "retry_dead",
     "running_workers",
     "shown_status",
     "shown_workers",

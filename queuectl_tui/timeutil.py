@@ -75,3 +75,16 @@ def human_seconds(seconds: float) -> str:
     if seconds < 86400:
         return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"
     return f"{seconds // 86400}d{(seconds % 86400) // 3600:02d}h"
+
+
+_DURATION_UNITS = {"s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
+
+
+def parse_duration(text: str) -> int:
+    """'90s', '30m', '12h', '7d' or '2w' as milliseconds; ValueError for anything else."""
+    value = text.strip().lower()
+    unit = _DURATION_UNITS.get(value[-1:]) if value else None
+    number = value[:-1]
+    if unit is None or not number.isdigit() or len(number) > 9:
+        raise ValueError(f"{text!r} is not a duration like 90s, 30m, 12h, 7d or 2w")
+    return int(number) * unit

@@ -20,6 +20,7 @@ def _after(outcome: Outcome, attempts: int = 1, max_retries: int = 3, **kw) -> T
         scheduled_at=SCHEDULED,
         now=NOW,
         policy=kw.get("policy", POLICY),
+        cancel_requested=kw.get("cancel_requested", False),
     )
 
 
@@ -27,8 +28,8 @@ def test_a_completed_job_keeps_its_schedule_and_attempts() -> None:
     assert _after(Outcome.COMPLETED, attempts=2) == Transition(JobState.COMPLETED, SCHEDULED, 2)
 
 
-def test_a_cancelled_run_goes_back_as_it_was_and_does_not_count() -> None:
-    assert _after(Outcome.CANCELLED, attempts=2) == Transition(JobState.PENDING, SCHEDULED, 1)
+def test_an_interrupted_run_goes_back_as_it_was_and_does_not_count() -> None:
+    assert _after(Outcome.INTERRUPTED, attempts=2) == Transition(JobState.PENDING, SCHEDULED, 1)
 
 
 @pytest.mark.parametrize("outcome", [Outcome.FAILED, Outcome.TIMEOUT, Outcome.LOST])
@@ -56,3 +57,23 @@ def test_the_backoff_is_capped_even_where_the_power_overflows() -> None:
 def test_an_outcome_that_is_only_ever_read_cannot_be_recorded() -> None:
     with pytest.raises(ValueError, match="unknown"):
         _after(Outcome.UNKNOWN)
+
+
+def test_a_run_an_operator_cancelled_ends_the_job_cancelled_without_retry() -> None:
+    assert _after(Outcome.CANCELLED, attempts=1) == Transition(JobState.CANCELLED, SCHEDULED, 1)
+
+
+@pytest.mark.parametrize("outcome", [Outcome.FAILED, Outcome.TIMEOUT, Outcome.LOST])
+def test_once_a_cancel_was_asked_a_failed_run_is_not_retried(outcome: Outcome) -> None:
+    after = _after(outcome, attempts=1, cancel_requested=True)
+    assert after == Transition(JobState.CANCELLED, SCHEDULED, 1)
+
+
+def test_a_run_that_completed_despite_a_cancel_request_is_completed() -> None:
+    after = _after(Outcome.COMPLETED, attempts=1, cancel_requested=True)
+    assert after.state is JobState.COMPLETED
+
+
+def test_an_interrupted_run_of_a_job_asked_to_cancel_ends_cancelled_at_no_cost() -> None:
+    after = _after(Outcome.INTERRUPTED, attempts=2, cancel_requested=True)
+    assert after == Transition(JobState.CANCELLED, SCHEDULED, 1)

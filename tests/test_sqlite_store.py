@@ -3,6 +3,7 @@ query plans, and what SQL written by hand around the store leaves intact."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import sqlite3
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ from store_helpers import NOW, POLICY, claim, settle, sqlite_file
 from queuectl_tui.models import ACTIVE_WORKER_STATUSES, Job, JobState, Outcome
 from queuectl_tui.store import SQLiteStore, StoreError
 from queuectl_tui.store.sqlite.rows import JOBS
+from queuectl_tui.store.sqlite.schema import MIGRATIONS
 from queuectl_tui.store.sqlite.statements import SQL
 
 from helpers import spec
@@ -48,22 +50,62 @@ def test_orphans_of_unknown_workers_are_recovered(store: SQLiteStore) -> None:
     assert [j.id for j in store.recover_orphans([], POLICY, NOW + 1)] == ["a"]
 
 
+def _database_at_version(path: Path, version: int) -> sqlite3.Connection:
+    """A database as queuectl left it at schema `version` (its migrations only)."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    for migration in MIGRATIONS[:version]:
+        conn.executescript(migration.script)
+    conn.execute(f"PRAGMA user_version = {version}")
+    return conn
+
+
+_V1_ROWS = """
+INSERT INTO jobs (seq, id, command, state, run_at, max_retries, attempts, runs, created_at,
+                  updated_at, finished_at, exit_code, last_error)
+VALUES (1, 'ok', 'true', 'completed', 1, 3, 1, 1, 1, 2, 2, 0, NULL),
+       (2, 'bad', 'false', 'failed', 5, 3, 1, 1, 1, 2, NULL, 1, 'exit code 1'),
+       (3, 'stopped', 'sleep 9', 'pending', 1, 3, 0, 1, 1, 2, NULL, NULL, NULL);
+UPDATE state_counts SET n = 1 WHERE state IN ('completed', 'failed');
+UPDATE state_counts SET n = 1 WHERE state = 'pending';
+INSERT INTO attempts (job_seq, number, scheduled_at, started_at, finished_at, exit_code, outcome,
+                      output, error)
+VALUES (1, 1, 1, 1, 180000100, 0, 'completed', 'hi', NULL),
+       (2, 1, 1, 1, 180000101, 1, 'failed', '', 'exit code 1'),
+       (3, 1, 1, 1, 180000102, NULL, 'cancelled', '', 'cancelled by a forced shutdown');
+"""
+
+
 def test_an_earlier_database_gets_its_attempt_totals_when_it_is_opened(tmp_path: Path) -> None:
     path = tmp_path / "v1.db"
+    with contextlib.closing(_database_at_version(path, 1)) as conn:
+        conn.executescript(_V1_ROWS)
     with SQLiteStore(path) as store:
-        store.enqueue_many([spec(id=f"j{i}") for i in range(3)], 3, NOW)
-        for i, outcome in enumerate((Outcome.COMPLETED, Outcome.FAILED, Outcome.LOST)):
-            job = claim(store, now=NOW + i)
-            settle(store, job, outcome, now=NOW + 100 + i, exit_code=0 if i == 0 else 1)
-    with sqlite3.connect(path) as conn:  # as version 1 left it: no totals, no triggers
-        conn.executescript(
-            "DROP TRIGGER attempts_count_insert; DROP TABLE attempt_totals;"
-            "DROP TABLE attempt_rates; PRAGMA user_version = 1;"
-        )
+        stats = store.stats(180_001_000)
+        assert (stats.attempts_total, stats.attempts_failed) == (3, 1)
+        assert stats.completed_per_minute[-1] == 1 and stats.failed_per_minute[-1] == 1
+
+
+def test_a_version_2_database_keeps_every_job_and_attempt_and_names_shutdowns_interrupted(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "v2.db"
+    with contextlib.closing(_database_at_version(path, 2)) as conn:
+        conn.executescript(_V1_ROWS)
     with SQLiteStore(path) as store:
-        stats = store.stats(NOW + 1000)
-        assert (stats.attempts_total, stats.attempts_failed) == (3, 2)
-        assert stats.completed_per_minute[-1] == 1 and stats.failed_per_minute[-1] == 2
+        assert [job.id for job in store.list_jobs()] == ["ok", "bad", "stopped"]
+        assert {job.queue for job in store.list_jobs()} == {"default"}
+        assert [a.outcome for a in store.attempts("stopped")] == [Outcome.INTERRUPTED]
+        assert store.attempts("ok")[0].output == "hi"  # the rebuilt table kept its attempts
+        counts = store.counts()
+        assert (counts[JobState.COMPLETED], counts[JobState.FAILED]) == (1, 1)
+        assert counts[JobState.PENDING] == 1 and counts[JobState.CANCELLED] == 0
+        [queue] = store.queues(10)
+        assert (queue.name, queue.waiting, queue.paused) == ("default", 2, False)
+        job = claim(store, now=10)
+        assert job.id in ("bad", "stopped")  # claimable as before
+    with sqlite_file(path) as conn:
+        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
 def test_jobs_survive_reopening(db_path: Path) -> None:
@@ -94,7 +136,12 @@ def test_newer_schema_is_refused(db_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "params"), [("claim_next", ("w1", 1, 1, 1, 1)), ("has_due_work", (1,))]
+    ("name", "params"),
+    [
+        ("claim_next", ("w1", 1, 1, 1, "default", 1)),
+        ("best_ready", ("default", 1)),
+        ("has_due_work", ("default", 1)),
+    ],
 )
 def test_the_claim_and_the_due_check_use_the_ready_index(
     store: SQLiteStore, name: str, params: tuple[object, ...]
@@ -113,7 +160,7 @@ def test_rows_become_jobs_by_column_name_whatever_the_order_of_the_columns(
     with sqlite_file(store.location) as conn:
         shuffled = f"SELECT 'x' AS extra, {', '.join(reversed(names))} FROM jobs"
         assert JOBS.all(conn, shuffled) == [store.get("a")]
-        with pytest.raises(LookupError, match=r"Job\.last_error"):
+        with pytest.raises(LookupError, match=r"Job\.cancel_requested_at"):
             JOBS.all(conn, f"SELECT {', '.join(names[:-1])} FROM jobs")
 
 

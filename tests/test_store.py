@@ -240,7 +240,7 @@ def test_an_unregistered_worker_claims_nothing(store: Store) -> None:
 def test_cancelled_run_returns_to_pending_without_spending_an_attempt(store: Store) -> None:
     store.enqueue(spec(id="a", max_retries=0), 3, NOW)
     job = claim(store)
-    result = settle(store, job, Outcome.CANCELLED, exit_code=None)
+    result = settle(store, job, Outcome.INTERRUPTED, exit_code=None)
     assert result.state is JobState.PENDING
     again = store.get("a")
     assert again.attempts == 0 and again.runs == 1 and again.run_at == NOW
@@ -288,6 +288,7 @@ def test_counts_follow_every_transition(store: Store) -> None:
         JobState.COMPLETED: 1,
         JobState.FAILED: 0,
         JobState.DEAD: 1,
+        JobState.CANCELLED: 0,
     }
     queue = store.queue_counts()
     assert queue.total == 5 and queue.active_workers == 1  # w1, registered by claim()
@@ -337,7 +338,7 @@ def test_throughput_counts_each_minute_before_now_and_totals_never_go_down(
     store.enqueue_many([spec(id=f"j{i}", max_retries=1) for i in range(5)], 3, start)
     finished = [start + 10, start + 20, start + minute + 5, start + 3 * minute, start + 3 * minute]
     outcomes = [Outcome.COMPLETED, Outcome.FAILED, Outcome.COMPLETED, Outcome.TIMEOUT]
-    outcomes.append(Outcome.CANCELLED)  # an interrupted run is neither completed nor failed
+    outcomes.append(Outcome.INTERRUPTED)  # an interrupted run is neither completed nor failed
     for at, outcome in zip(finished, outcomes, strict=True):
         job = claim(store, now=at - 1)
         settle(store, job, outcome, now=at, exit_code=0 if outcome is Outcome.COMPLETED else 1)

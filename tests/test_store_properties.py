@@ -89,7 +89,8 @@ class QueueMachine(RuleBasedStateMachine):
             return
         expected = {
             Outcome.COMPLETED: {JobState.COMPLETED},
-            Outcome.CANCELLED: {JobState.PENDING},
+            Outcome.INTERRUPTED: {JobState.PENDING},
+            Outcome.CANCELLED: {JobState.CANCELLED},
         }.get(outcome, {JobState.FAILED, JobState.DEAD})
         assert result.state in expected
 
@@ -145,8 +146,8 @@ class QueueMachine(RuleBasedStateMachine):
         with sqlite_file(self.store.location) as conn:
             per_minute = conn.execute(
                 "SELECT finished_at / 10000, sum(outcome = 'completed'), "
-                "sum(outcome <> 'completed') "
-                "FROM attempts WHERE outcome <> 'cancelled' GROUP BY 1 ORDER BY 1"
+                "sum(outcome <> 'completed') FROM attempts "
+                "WHERE outcome NOT IN ('cancelled', 'interrupted') GROUP BY 1 ORDER BY 1"
             ).fetchall()
             kept = conn.execute(
                 "SELECT slot, completed, failed FROM attempt_rates ORDER BY slot"

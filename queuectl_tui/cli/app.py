@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from .. import __version__
-from . import bench, config_cmd, dashboard, dlq, jobs, workers
+from . import bench, config_cmd, control, dashboard, dlq, jobs, queues, workers
 from .context import CliState
 
 app = typer.Typer(
@@ -51,7 +51,9 @@ def main_options(
 
 
 jobs.register(app)
+control.register(app)
 workers.register(app)
+app.add_typer(queues.app, name="queue")
 app.add_typer(dlq.app, name="dlq")
 app.add_typer(config_cmd.app, name="config")
 dashboard.register(app)

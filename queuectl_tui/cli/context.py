@@ -22,6 +22,7 @@ from ..errors import (
     QueueError,
     Unavailable,
 )
+from ..models import queue_name
 from ..service import open_queue
 from ..store import Store
 
@@ -50,6 +51,14 @@ def state(ctx: typer.Context) -> CliState:
     if not isinstance(root.obj, CliState):
         root.obj = CliState()
     return root.obj
+
+
+def queue_option(value: str, flag: str = "--queue") -> str:
+    """A queue name given on the command line, or a one-line error (exit 2)."""
+    try:
+        return queue_name(value, "queue", flag)
+    except InvalidInput as error:
+        fail(str(error), EXIT_USAGE)
 
 
 def fail(message: str, code: int = EXIT_FAILURE) -> NoReturn:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from .. import service
+from .. import control, service
 from ..display import is_utf8
 
 # `render` (and rich with it) is imported by the commands that draw: enqueue and the
@@ -64,7 +64,8 @@ def retry(
     if bad is not None:
         fail(f"job id {bad!r} is not valid UTF-8 text", EXIT_USAGE)
     with open_store(ctx) as store:
-        outcome = service.retry_dead(store, None if retry_all else job_ids)
+        who = control.local_operator("cli")
+        outcome = control.retry_dead(store, None if retry_all else job_ids, who)
     for job_id in outcome.retried:
         print(f"Job {job_id} moved from dead to pending")
     if retry_all and not outcome.retried:

@@ -35,7 +35,7 @@ def _read_lines(path: str) -> list[str]:
     return [line.removesuffix("\r") for line in text.split("\n")]
 
 
-def _require_utf8_id(job_id: str) -> None:
+def require_utf8_id(job_id: str) -> None:
     if not is_utf8(job_id):
         fail(f"job id {job_id!r} is not valid UTF-8 text", EXIT_USAGE)
 
@@ -48,7 +48,7 @@ def row_limit(limit: int) -> int:
     return ALL_ROWS if limit == 0 else min(limit, ALL_ROWS)
 
 
-def _parse_state(value: str | None) -> JobState | None:
+def parse_state(value: str | None) -> JobState | None:
     if value is None:
         return None
     try:
@@ -132,7 +132,7 @@ def list_jobs(
 
     Example: queuectl list --state pending
     """
-    job_state = _parse_state(state_name)
+    job_state = parse_state(state_name)
     with open_store(ctx) as store:
         page = service.list_jobs(store, job_state, limit=row_limit(limit), newest_first=newest)
     jobs, total = page.jobs, page.total
@@ -160,7 +160,7 @@ def show(
 
     Example: queuectl show job1
     """
-    _require_utf8_id(job_id)
+    require_utf8_id(job_id)
     with open_store(ctx) as store:
         job, attempts = service.job_history(store, job_id)
     if as_json:

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from .. import presentation
 from ..display import last_line, printable
-from ..models import Attempt, Job, JobState, QueueCounts, Worker
+from ..models import Attempt, AuditEntry, Job, JobState, QueueCounts, QueueInfo, Worker
 from ..presentation import STATE_STYLES
 from ..store import QueueStats
 from ..timeutil import human_age, now_ms, to_iso_seconds
@@ -236,6 +236,7 @@ def jobs_table(jobs: Sequence[Job]) -> FittedTable:
     columns = [
         Column("ID", Role.ID),
         Column("STATE"),
+        Column("QUEUE", Role.OPTIONAL, rank=4),
         Column("PRI", justify="right"),
         Column("TRIES", justify="right"),
         Column("NEXT RUN", Role.OPTIONAL, rank=1),
@@ -247,6 +248,7 @@ def jobs_table(jobs: Sequence[Job]) -> FittedTable:
         [
             plain(job.id),
             state_text(job.state),
+            plain(job.queue),
             str(job.priority),
             f"{job.attempts}/{job.max_retries + 1}",
             next_run(job, now),
@@ -291,6 +293,58 @@ def counts_table(counts: QueueCounts) -> Table:
     table.add_row(Text("total", style="bold"), Text(str(counts.total), style="bold"))
     table.add_row("active workers", str(counts.active_workers))
     return table
+
+
+def queues_table(queues: Sequence[QueueInfo], now: int) -> FittedTable:
+    columns = [
+        Column("QUEUE", Role.ID),
+        Column("STATE"),
+        Column("WAITING", justify="right"),
+        Column("RUNNING", justify="right"),
+        Column("LIMIT", justify="right"),
+        Column("OLDEST WAITING", justify="right"),
+        Column("DONE", Role.OPTIONAL, justify="right", rank=1),
+        Column("DEAD", Role.OPTIONAL, justify="right", rank=2),
+        Column("CANCELLED", Role.OPTIONAL, justify="right", rank=3),
+    ]
+    rows: list[list[Text | str]] = [
+        [
+            plain(queue.name),
+            Text("paused", style="bold yellow") if queue.paused else Text("running"),
+            f"{queue.waiting:,}",
+            f"{queue.running:,}",
+            "-" if queue.max_running is None else str(queue.max_running),
+            "-" if queue.oldest_due_at is None else human_age(queue.oldest_due_at, now),
+            f"{queue.by_state.get(JobState.COMPLETED, 0):,}",
+            f"{queue.by_state.get(JobState.DEAD, 0):,}",
+            f"{queue.by_state.get(JobState.CANCELLED, 0):,}",
+        ]
+        for queue in queues
+    ]
+    return FittedTable(columns, rows)
+
+
+def audit_table(entries: Sequence[AuditEntry]) -> FittedTable:
+    columns = [
+        Column("WHEN (UTC)"),
+        Column("FACE"),
+        Column("WHO"),
+        Column("ACTION"),
+        Column("JOBS", justify="right"),
+        Column("ON", Role.FLEX),
+    ]
+    rows: list[list[Text | str]] = [
+        [
+            _when(entry.at),
+            entry.face,
+            plain(f"{entry.actor}@{entry.host}"),
+            entry.action,
+            str(entry.touched),
+            plain(entry.subject),
+        ]
+        for entry in entries
+    ]
+    return FittedTable(columns, rows)
 
 
 def _ms(value: float | None) -> str:

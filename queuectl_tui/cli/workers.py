@@ -11,7 +11,7 @@ from ..timeutil import now_ms
 
 # `render` (and rich with it) is imported by the commands that draw: enqueue and the
 # pool start without it.
-from .context import EXIT_USAGE, fail, guarded, open_store, print_json, state
+from .context import EXIT_USAGE, fail, guarded, open_store, print_json, queue_option, state
 
 worker_app = typer.Typer(
     help="Run a worker pool, or stop the running pools.",
@@ -41,20 +41,30 @@ def start(
     log_format: str = typer.Option(
         "human", "--log-format", metavar="FORMAT", help="Log lines as 'human' or 'json'."
     ),
+    queues: list[str] = typer.Option(
+        [],
+        "--queue",
+        "-q",
+        metavar="NAME",
+        help="Serve only this queue (repeat for several; default: every queue).",
+    ),
 ) -> None:
     """Start a pool of workers in the foreground (Ctrl+C stops it gracefully).
 
     Several pools may run at once, from separate terminals, on one database.
 
-    Example: queuectl worker start --count 3
+    Example: queuectl worker start --count 3 --queue reports --queue emails
     """
     from ..engine.pool import PoolOptions, run_pool, start_detached
 
     if log_format not in ("human", "json"):
         fail("--log-format must be 'human' or 'json'", EXIT_USAGE)
+    served = tuple(dict.fromkeys(queue_option(name, "--queue") for name in queues))
     cli_state = state(ctx)
     settings = cli_state.settings
-    options = PoolOptions(count=count or settings.default_workers, log_format=log_format)
+    options = PoolOptions(
+        count=count or settings.default_workers, log_format=log_format, queues=served or None
+    )
     if detach:
         launched = start_detached(settings, options, cli_state.config_path)
         print(f"Started a pool of {options.count} workers in the background (pid {launched.pid})")

@@ -49,6 +49,9 @@ RETRY_FIRST = 0.05
 RETRY_MAX = 1.0
 # After a crash, how long the dispatcher keeps trying to record what it knows.
 RECORD_AT_EXIT = 30.0
+# While commands run, operators' cancel requests for them are looked for this often: a
+# cancelled command is stopped within a second.
+CANCEL_CHECK = 0.25
 
 
 @dataclass
@@ -58,7 +61,8 @@ class Totals:
     completed: int = 0
     failed: int = 0  # failed attempts (including timeouts), whether retried or not
     dead: int = 0
-    cancelled: int = 0
+    cancelled: int = 0  # by an operator
+    interrupted: int = 0  # by a forced shutdown, handed back without spending an attempt
     discarded: int = 0  # results fenced out because the job was recovered meanwhile
     recovered: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -77,6 +81,7 @@ class PoolContext:
     open_store: Callable[[], Store]
     doorbell: Doorbell
     watcher: ChangeWatcher | None
+    queues: tuple[str, ...] | None = None  # the queues the pool serves (None: every queue)
     draining: threading.Event = field(default_factory=threading.Event)
     forced: threading.Event = field(default_factory=threading.Event)
     totals: Totals = field(default_factory=Totals)
@@ -110,6 +115,7 @@ class Dispatcher(threading.Thread):
         self._retry_delay = RETRY_FIRST
         self._in_line = False  # waiting for the write turn behind another process's write
         self._cancelled = False
+        self._cancel_check_at = 0.0
         self._turns = 0
         # When the loop last came round (monotonic): the pool's heartbeat follows it, so a
         # dispatcher that hangs looks stale. The loop wakes at least every `_turn_at_least`.
@@ -185,8 +191,13 @@ class Dispatcher(threading.Thread):
             if draining and not supervisor.runs and not self._unrecorded:
                 return
             now = time.monotonic()
+            if supervisor.runs and now >= self._cancel_check_at:
+                self._cancel_check_at = now + CANCEL_CHECK
+                self._stop_cancelled(store, now)
             timeout = IDLE_RECHECK if self._look_for_work else max(0.0, self._recheck_at - now)
             timeout = min(timeout, self._turn_at_least)  # come round even when idle: alive
+            if supervisor.runs:
+                timeout = min(timeout, max(0.0, self._cancel_check_at - now))
             if self._retry_at > now:  # the database failed: try again then
                 timeout = min(timeout, self._retry_at - now)
             if self._in_line:  # supervise, then go on waiting for the turn
@@ -197,6 +208,20 @@ class Dispatcher(threading.Thread):
                 self._look_for_work = True
             for run in finished:
                 self._finished(run)
+
+    def _stop_cancelled(self, store: Store, now: float) -> None:
+        """Stop the commands of runs an operator asked to cancel (their jobs then end
+        cancelled: see lifecycle.after_attempt)."""
+        running = {slot.job.id: slot for slot in self.slots if slot.job and slot.run}
+        try:
+            requested = store.cancel_requested(list(running))
+        except StoreError:
+            return  # looked for again at the next check
+        for job_id in requested:
+            slot = running[job_id]
+            if slot.run is not None:
+                events.event("cancel requested", job=job_id, worker=slot.worker_id)
+                slot.run.cancel(now, by_operator=True)
 
     def _finished(self, run: Run) -> None:
         slot = self._by_run.pop(id(run))
@@ -231,6 +256,7 @@ class Dispatcher(threading.Thread):
             self.ctx.pid,
             now_ms(),
             settings.retry_policy,
+            self.ctx.queues,
         )
         recorded, self._unrecorded = self._unrecorded, []
         for (slot, settlement), result in zip(recorded, exchange.settled, strict=True):
@@ -286,7 +312,7 @@ class Dispatcher(threading.Thread):
             if ctx.draining.is_set():
                 # Claimed just as the pool began to stop: hand it back without spending an
                 # attempt.
-                self._hand_in(slot, Outcome.CANCELLED, "the pool stopped before the job started")
+                self._hand_in(slot, Outcome.INTERRUPTED, "the pool stopped before the job started")
                 continue
             try:
                 run = Run(
@@ -333,9 +359,19 @@ class Dispatcher(threading.Thread):
             totals.add("completed")
             events.event("completed", **base, exit_code=0, duration_ms=duration)
             return
-        if settlement.outcome is Outcome.CANCELLED:
+        if settlement.outcome is Outcome.INTERRUPTED:
+            totals.add("interrupted")
+            events.event("interrupted", **base, state=result.state.value, reason=settlement.error)
+            return
+        if result.state is JobState.CANCELLED:  # cancelled, or failed once a cancel was asked
             totals.add("cancelled")
-            events.event("cancelled", **base, state=result.state.value, reason=settlement.error)
+            events.event(
+                "cancelled",
+                **base,
+                outcome=settlement.outcome.value,
+                exit_code=settlement.exit_code,
+                duration_ms=duration,
+            )
             return
         totals.add("failed")
         events.event(

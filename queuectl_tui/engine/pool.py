@@ -75,6 +75,7 @@ HUNG_KILL_WAIT = 2.0
 class PoolOptions:
     count: int
     log_format: str = "human"
+    queues: tuple[str, ...] | None = None  # serve only these queues (None: every queue)
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,10 +214,12 @@ class Pool:
         self.started_at = now_ms()
         doorbell = Doorbell()
         path = settings.database
-        watcher = ChangeWatcher(lambda: open_store(path), doorbell, self.wake_mode)
+        queues = self.options.queues
+        watcher = ChangeWatcher(lambda: open_store(path), doorbell, self.wake_mode, queues)
         self.ctx = ctx = PoolContext(
             settings=settings,
             pid=self.pid,
+            queues=queues,
             open_store=lambda: open_store(path, StoreOptions(lock_wait=DISPATCH_LOCK_WAIT)),
             doorbell=doorbell,
             watcher=watcher,
@@ -232,6 +235,7 @@ class Pool:
             "pool started",
             pool=self.pool_id,
             workers=self.options.count,
+            queues=",".join(queues) if queues else "all",
             database=str(Path(path).resolve()),
             wake=watcher.mode,
         )
@@ -609,6 +613,7 @@ class Pool:
             failed=totals.failed,
             dead=totals.dead,
             cancelled=totals.cancelled,
+            interrupted=totals.interrupted,
             recovered=totals.recovered,
             uptime=human_seconds((now_ms() - self.started_at) / 1000),
         )
@@ -673,6 +678,8 @@ def pool_command(
     if config_path is not None:
         command += ["--config", str(config_path)]
     command += ["--db", str(database), "worker", "start", "--count", str(options.count)]
+    for name in options.queues or ():
+        command += ["--queue", name]
     return [*command, "--log-format", options.log_format]
 
 

@@ -171,15 +171,17 @@ class Run:
         if cgroup_parent() is not None:
             self._contain_at = now + CGROUP_AFTER
 
-    def cancel(self, now: float) -> None:
+    def cancel(self, now: float, by_operator: bool = False) -> None:
         """Stop the run: TERM to the group now, KILL after the grace period. A command that
-        has already exited is left to finish normally: its result stands."""
+        has already exited is left to finish normally: its result stands. The run ends
+        `cancelled` if an operator asked, `interrupted` if the pool is shutting down."""
+        reason = "operator" if by_operator else "shutdown"
         if self.result is not None:
             return  # over already (or it could not start)
         if self.child is None:
-            self.result = self._finish("cancel")  # never started
+            self.result = self._finish(reason)  # never started
         elif not self._exited and self._reason is None and not _has_exited(self.child.pid):
-            self._stop_early("cancel", now)
+            self._stop_early(reason, now)
 
     # -- driven by the supervisor --------------------------------------------------------------
     def on_output(self) -> bool:
@@ -195,7 +197,7 @@ class Run:
             return
         if child is None:
             if self._no_resources_until is not None and now >= self._no_resources_until:
-                self.result = RunResult(Outcome.CANCELLED, None, "", self._start_error, 0)
+                self.result = RunResult(Outcome.INTERRUPTED, None, "", self._start_error, 0)
             return
         if not self._exited:
             if self._reason is None and now >= self._deadline:
@@ -315,9 +317,11 @@ class Run:
         if reason == "timeout":
             error = f"timed out after {self.timeout:g} s"
             return RunResult(Outcome.TIMEOUT, code, output, error, dropped)
-        if reason == "cancel":
-            error = "cancelled by a forced shutdown"
-            return RunResult(Outcome.CANCELLED, code, output, error, dropped)
+        if reason == "shutdown":
+            error = "interrupted by a forced shutdown"
+            return RunResult(Outcome.INTERRUPTED, code, output, error, dropped)
+        if reason == "operator":
+            return RunResult(Outcome.CANCELLED, code, output, "cancelled by an operator", dropped)
         if code == 0:
             return RunResult(Outcome.COMPLETED, 0, output, None, dropped)
         return RunResult(Outcome.FAILED, code, output, describe_exit(code or 0), dropped)

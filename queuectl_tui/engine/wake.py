@@ -22,7 +22,7 @@ import os
 import select
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ..store import ChangeFeed, Store, StoreError
 from ..timeutil import now_ms
@@ -64,10 +64,15 @@ class ChangeWatcher(threading.Thread):
     dispatcher."""
 
     def __init__(
-        self, open_store: Callable[[], Store], doorbell: Doorbell, mode: str = "auto"
+        self,
+        open_store: Callable[[], Store],
+        doorbell: Doorbell,
+        mode: str = "auto",
+        queues: Sequence[str] | None = None,
     ) -> None:
         super().__init__(name="queuectl-wake", daemon=True)
         self._doorbell = doorbell
+        self._queues = queues
         self._halt = threading.Event()
         self._notify_r, self._notify_w = os.pipe()  # wakes select(): stop, schedule, idle
         os.set_blocking(self._notify_r, False)
@@ -168,10 +173,9 @@ class ChangeWatcher(threading.Thread):
                     self._due_dirty = True
                     events.event("wake watcher retrying", level=30, error=str(error))
 
-    @staticmethod
-    def _work_is_due(store: Store) -> bool:
+    def _work_is_due(self, store: Store) -> bool:
         """Whether the change gave an idle worker something to do; when in doubt, yes."""
         try:
-            return store.has_due_work(now_ms())
+            return store.has_due_work(now_ms(), self._queues)
         except StoreError:
             return True

@@ -10,7 +10,19 @@ from typing import Any
 
 from ..errors import Conflict, Damaged, Unavailable
 from ..lifecycle import RetryPolicy
-from ..models import Attempt, Job, JobSpec, JobState, Outcome, QueueCounts, Worker, WorkerStatus
+from ..models import (
+    Action,
+    Attempt,
+    AuditEntry,
+    Job,
+    JobSpec,
+    JobState,
+    Outcome,
+    QueueCounts,
+    QueueInfo,
+    Worker,
+    WorkerStatus,
+)
 
 
 class ChangeFeed(ABC):
@@ -115,6 +127,18 @@ class Exchange:
     claimed: dict[str, Job]  # worker id -> the job claimed for it
 
 
+@dataclass(frozen=True, slots=True)
+class CancelResult:
+    cancelled: list[str]  # were waiting: cancelled at once
+    requested: list[str]  # were running: their pools stop them and record them cancelled
+
+
+@dataclass(frozen=True, slots=True)
+class RetryResult:
+    fresh: list[str]  # dead or cancelled: pending again with a fresh retry budget
+    ready: list[str]  # failed and waiting out a backoff: ready now, attempts kept
+
+
 @dataclass(slots=True)
 class QueueStats:
     counts: QueueCounts
@@ -210,19 +234,20 @@ class Store(ABC):
         after_seq: int | None = None,
         newest_first: bool = False,
         search: str | None = None,
+        queue: str | None = None,
     ) -> list[Job]:
         """One keyset page of jobs in creation order (or newest first).
 
         `after_seq` is the `seq` of the last job of the previous page; `search` matches a
-        substring of the id or the command."""
+        substring of the id or the command; `queue` keeps that queue's jobs only."""
 
     @abstractmethod
-    def counts(self) -> dict[JobState, int]:
-        """Jobs per state, in constant time."""
+    def counts(self, queue: str | None = None) -> dict[JobState, int]:
+        """Jobs per state (of one queue, if given), in constant time."""
 
     @abstractmethod
-    def queue_counts(self) -> QueueCounts:
-        """Jobs per state and the number of active workers."""
+    def queue_counts(self, queue: str | None = None) -> QueueCounts:
+        """Jobs per state (of one queue, if given) and the number of active workers."""
 
     @abstractmethod
     def stats(self, now: int, sample: int = 10_000) -> QueueStats: ...
@@ -236,10 +261,64 @@ class Store(ABC):
         attempts, not a scan of the history)."""
 
     @abstractmethod
-    def retry_dead(self, job_ids: Sequence[str] | None, now: int) -> list[str]:
-        """Return dead jobs (all of them for None) to pending with a fresh retry budget.
+    def retry_dead(
+        self, job_ids: Sequence[str] | None, now: int, action: Action | None = None
+    ) -> list[str]:
+        """Return dead jobs (all of them for None) to pending with a fresh retry budget, and
+        record `action` in the audit trail in the same transaction.
 
         Returns the ids that were retried; ids that are not dead are left alone."""
+
+    # -- an operator's control (each records its Action in the same transaction) ---------------
+    @abstractmethod
+    def job_states(self, job_ids: Sequence[str]) -> dict[str, JobState]:
+        """The state of each of these jobs that exists."""
+
+    @abstractmethod
+    def cancel(self, job_ids: Sequence[str], now: int, action: Action) -> CancelResult:
+        """Cancel waiting jobs at once; ask the pools running the running ones to stop them.
+        Finished jobs are left alone."""
+
+    @abstractmethod
+    def cancel_requested(self, job_ids: Sequence[str]) -> list[str]:
+        """Those of these running jobs that an operator asked to cancel."""
+
+    @abstractmethod
+    def retry(self, job_ids: Sequence[str], now: int, action: Action) -> RetryResult:
+        """Dead and cancelled jobs back to pending with a fresh budget; failed ones waiting
+        out their backoff ready now. Others are left alone."""
+
+    @abstractmethod
+    def delete(self, job_ids: Sequence[str], now: int, action: Action) -> list[str]:
+        """Remove these jobs with their attempts, except running ones. Returns those removed."""
+
+    @abstractmethod
+    def prune(self, state: JobState, before: int, limit: int) -> int:
+        """Remove up to `limit` of the `state` jobs (completed, dead or cancelled) that
+        finished before `before`, oldest first, in one short transaction. Returns how many."""
+
+    @abstractmethod
+    def count_prunable(self, state: JobState, before: int) -> int: ...
+
+    @abstractmethod
+    def record_action(self, action: Action, touched: int, now: int) -> None:
+        """Add a line to the audit trail (for actions that are not a single store call)."""
+
+    @abstractmethod
+    def actions(self, limit: int = 50, before_id: int | None = None) -> list[AuditEntry]:
+        """The audit trail, newest first; `before_id` pages back."""
+
+    # -- queues ----------------------------------------------------------------------------------
+    @abstractmethod
+    def queues(self, now: int) -> list[QueueInfo]:
+        """Every queue that holds jobs or has settings, by name."""
+
+    @abstractmethod
+    def set_queue_paused(self, name: str, paused: bool, now: int, action: Action) -> None: ...
+
+    @abstractmethod
+    def set_queue_limit(self, name: str, limit: int | None, now: int, action: Action) -> None:
+        """At most `limit` jobs of the queue run at once over every pool (None: no limit)."""
 
     # -- the engine's protocol ------------------------------------------------------------------
     @abstractmethod
@@ -250,11 +329,13 @@ class Store(ABC):
         pid: int,
         now: int,
         policy: RetryPolicy,
+        queues: Sequence[str] | None = None,
     ) -> Exchange:
         """One transaction: record each run's result (fenced by owner and run), then take the
         best eligible job for each worker in `claimants`, in order, while jobs are eligible.
-        A worker that is no longer active (declared lost) is given nothing. Where each job
-        goes is the lifecycle's rule (see lifecycle.py)."""
+        Eligible: due, of one of `queues` (any queue for None), not paused, and not beyond
+        its queue's limit of running jobs. A worker that is no longer active (declared lost)
+        is given nothing. Where each job goes is the lifecycle's rule (see lifecycle.py)."""
 
     def claim(self, worker_id: str, pid: int, now: int) -> Job | None:
         """Atomically take the best eligible job for this worker, or None."""
@@ -267,8 +348,8 @@ class Store(ABC):
         return done.settled[0]
 
     @abstractmethod
-    def has_due_work(self, now: int) -> bool:
-        """Whether a worker looking now would find a job to claim."""
+    def has_due_work(self, now: int, queues: Sequence[str] | None = None) -> bool:
+        """Whether a worker serving `queues` (any for None) would find a job to claim now."""
 
     def wait_for_writers(self) -> None:
         """Return once no other process is in the middle of a write (in a store whose writers

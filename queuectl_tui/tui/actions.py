@@ -44,6 +44,7 @@ STATE_TABS = (
             JobState.FAILED,
             JobState.DEAD,
             JobState.COMPLETED,
+            JobState.CANCELLED,
         )
     ),
 )
@@ -58,7 +59,38 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("slash", "filter", "Filter", "Filter by id or command text", TABLES, "/"),
     ActionSpec("n", "new_job", "New", "Open the enqueue form", GLOBAL, mutating=True),
     ActionSpec(
-        "r", "retry_selected", "Retry", "Retry the selected dead job", TABLES, mutating=True
+        "r",
+        "retry_selected",
+        "Retry",
+        "Retry the selected dead or cancelled job, or run a failed one now",
+        TABLES,
+        mutating=True,
+    ),
+    ActionSpec(
+        "c",
+        "cancel_selected",
+        "Cancel job",
+        "Cancel the selected job; a running one is stopped (asks first)",
+        TABLES,
+        mutating=True,
+    ),
+    ActionSpec(
+        "D",
+        "delete_selected",
+        "Delete",
+        "Delete the selected job with its attempts (asks first)",
+        TABLES,
+        mutating=True,
+        footer=False,
+    ),
+    ActionSpec(
+        "P",
+        "toggle_queue",
+        "Pause queue",
+        "Pause or resume the selected job's queue (asks first)",
+        TABLES,
+        mutating=True,
+        footer=False,
     ),
     ActionSpec(
         "R",

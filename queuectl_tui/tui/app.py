@@ -30,7 +30,7 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Footer, Input, Label, Static, Tab, TabbedContent, TabPane, Tabs
 
-from .. import service
+from .. import control, service
 from ..config import Settings
 from ..display import printable
 from ..listen import ChangeListener
@@ -39,6 +39,7 @@ from ..store import Store, StoreCorrupt, StoreError
 from ..timeutil import now_ms
 from . import actions
 from .data import Pane, Snapshot, ViewRequest, read_snapshot
+from .job_control import JobControl
 from .operations import QueueOperations
 from .screens.dialog import Dialog
 from .screens.help import HelpScreen, Section
@@ -68,7 +69,7 @@ class QueueChanged(Message):
     """Something committed to the queue (posted from the change listener's thread)."""
 
 
-class QueueConsole(QueueOperations, App[None]):
+class QueueConsole(QueueOperations, JobControl, App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "queuectl"
     BINDINGS: ClassVar = [
@@ -94,6 +95,7 @@ class QueueConsole(QueueOperations, App[None]):
         self.config_path = config_path
         self.clock = clock
         self.page_size = page_size
+        self.operator = control.local_operator("console")  # for the audit trail
         self.reader: Store = service.open_queue(settings)
         self.writer: Store = service.open_queue(settings)
         self.pane = Pane.JOBS
@@ -114,6 +116,7 @@ class QueueConsole(QueueOperations, App[None]):
         self._filter_timer: Timer | None = None
         self._next_read_at = 0.0
         self._polled_at = 0.0
+        self._held_change: Timer | None = None
         self._listener: ChangeListener | None = None
         self.closing = False
         # A damaged database stops the console; the command then reports it (run_dashboard).
@@ -279,9 +282,13 @@ class QueueConsole(QueueOperations, App[None]):
         self.post_message(QueueChanged())  # thread-safe: this runs in the listener's thread
 
     def on_queue_changed(self, _message: QueueChanged) -> None:
-        self.poll()
+        self.poll(changed=True)
         if isinstance(self.screen, JobDetailScreen):
             self.screen.load()
+
+    def _read_held_change(self) -> None:
+        self._held_change = None
+        self.poll(changed=True)
 
     def timed_poll(self) -> None:
         """With the change feed listening, only what moves with time needs a timed read."""
@@ -290,14 +297,19 @@ class QueueConsole(QueueOperations, App[None]):
             return
         self.poll()
 
-    def poll(self, force: bool = False) -> None:
-        """Start one background read unless one is running (then read again after it)."""
+    def poll(self, force: bool = False, changed: bool = False) -> None:
+        """Start one background read unless one is running (then read again after it).
+        A change the feed told of is never dropped: held back, it is read later."""
         if self.paused and not force:
             return
-        if not force and time.monotonic() < self._next_read_at:
-            return  # the last read was slow (a filter on a huge queue): give the database room
+        wait = self._next_read_at - time.monotonic()
+        if not force and wait > 0:
+            # The last read was slow (a filter on a huge queue): give the database room.
+            if changed and self._held_change is None:
+                self._held_change = self.set_timer(wait, self._read_held_change)
+            return
         if self._loading:
-            self._again = self._again or force
+            self._again = self._again or force or changed
             return
         now = self.clock()
         if now - self._last_full_read >= FULL_READ_EVERY_MS:

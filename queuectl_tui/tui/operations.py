@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual import work
 
-from .. import service
+from .. import control, service
 from ..display import printable
 from ..models import Job, JobSpec, JobState
 from ..store import StoreError
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 DEAD_IDS_PER_READ = 5_000
 
 
-def retried_message(outcome: service.RetryOutcome) -> str:
+def retried_message(outcome: control.RetryOutcome) -> str:
     """How many were retried and, when some were not dead any more, how many were skipped."""
     retried = outcome.retried
     if len(retried) == 1:
@@ -57,28 +57,13 @@ class QueueOperations:
         """Called from the form's thread worker."""
         return service.enqueue(self.writer, self.settings, spec).job
 
-    def action_retry_selected(self: QueueConsole) -> None:  # type: ignore[misc]
-        if self.refuse_readonly():
-            return
-        job = self.selected_job()
-        if job is None:
-            self.notify("Select a dead job first.", severity="warning")
-        elif job.state is not JobState.DEAD:
-            self.notify(
-                f"Job {printable(job.id, True)} is {job.state.value}; only dead jobs are retried.",
-                severity="warning",
-                markup=False,
-            )
-        else:
-            self.retry_one(job.id)
-
     def retry_one(self: QueueConsole, job_id: str) -> None:  # type: ignore[misc]
         self.retry_jobs([job_id])
 
     @work(thread=True, group="write")
     def retry_jobs(self: QueueConsole, job_ids: list[str]) -> None:
         try:
-            outcome = service.retry_dead(self.writer, job_ids)
+            outcome = control.retry_dead(self.writer, job_ids, self.operator)
         except StoreError as error:
             self.deliver(self.notify, str(error), severity="error", markup=False)
             return

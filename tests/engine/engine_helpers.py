@@ -121,9 +121,12 @@ class Queue:
             raise AssertionError(f"queuectl {' '.join(args)} failed: {result.stderr}")
         return result
 
-    def start_pool(self, count: int = 2, wait: bool = True) -> PoolProcess:
+    def start_pool(
+        self, count: int = 2, wait: bool = True, queues: tuple[str, ...] | None = None
+    ) -> PoolProcess:
         log_path = self.root / f"pool-{len(self.pools) + 1}.log"
-        command = pool_command(self.location, PoolOptions(count, "json"), self.config)
+        options = PoolOptions(count, "json", queues)
+        command = pool_command(self.location, options, self.config)
         with open(log_path, "wb") as log:
             # Its own session: a Ctrl+C in the terminal running pytest does not reach it.
             proc = subprocess.Popen(

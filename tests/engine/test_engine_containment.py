@@ -316,5 +316,5 @@ def test_a_spawn_that_runs_out_of_descriptors_does_not_spend_an_attempt(tmp_path
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=tmp_path
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("cancelled "), result.stdout
+    assert result.stdout.startswith("interrupted "), result.stdout
     assert "Too many open files" in result.stdout

@@ -261,14 +261,14 @@ def test_second_signal_cancels_without_spending_an_attempt(queue: Queue) -> None
     job = queue.job(job_id)
     assert job.state is JobState.PENDING
     assert job.attempts == 0
-    assert [a.outcome for a in queue.attempts(job_id)] == [Outcome.CANCELLED]
+    assert [a.outcome for a in queue.attempts(job_id)] == [Outcome.INTERRUPTED]
     assert not process_alive(int(pidfile.read_text()))
     # Its budget is intact: with max_retries=0 the next pool still runs it.
     flag.touch()
     queue.start_pool(count=1)
     job = queue.wait_state(job_id, JobState.COMPLETED)
     assert job.attempts == 1
-    assert [a.outcome for a in queue.attempts(job_id)] == [Outcome.CANCELLED, Outcome.COMPLETED]
+    assert [a.outcome for a in queue.attempts(job_id)] == [Outcome.INTERRUPTED, Outcome.COMPLETED]
 
 
 def test_third_signal_exits_at_once_and_the_next_pool_recovers(queue: Queue) -> None:

@@ -139,7 +139,7 @@ def test_cancel_stops_the_group(tmp_path: Path) -> None:
     drive(supervisor, [one], until=lambda: pidfile.exists() and pidfile.read_text().strip())
     supervisor.cancel_all()
     drive(supervisor, [one])
-    assert one.result is not None and one.result.outcome is Outcome.CANCELLED
+    assert one.result is not None and one.result.outcome is Outcome.INTERRUPTED
     assert not process_alive(int(pidfile.read_text()))
 
 
@@ -151,7 +151,7 @@ def test_cancel_before_start_runs_nothing(tmp_path: Path) -> None:
     supervisor.start(one)
     finished, _ = supervisor.step(1)
     assert finished == [one]
-    assert one.result is not None and one.result.outcome is Outcome.CANCELLED
+    assert one.result is not None and one.result.outcome is Outcome.INTERRUPTED
     assert not marker.exists()
 
 
@@ -233,7 +233,7 @@ def test_cancel_kills_a_command_that_ignores_sigterm() -> None:
     drive(supervisor, [one], until=lambda: False if one.pid is None else _traps_term(one.pid))
     supervisor.cancel_all()
     drive(supervisor, [one])
-    assert one.result is not None and one.result.outcome is Outcome.CANCELLED
+    assert one.result is not None and one.result.outcome is Outcome.INTERRUPTED
 
 
 def _traps_term(pid: int) -> bool:

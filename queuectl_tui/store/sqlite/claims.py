@@ -8,7 +8,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ...lifecycle import RetryPolicy, after_attempt
+from ...lifecycle import FAILED_OUTCOMES, RetryPolicy, after_attempt
 from ...models import Job, JobState, Outcome
 from ..base import Exchange, Settlement, SettleResult
 from .rows import JOBS
@@ -31,8 +31,10 @@ def exchange(
     pid: int,
     now: int,
     policy: RetryPolicy,
+    queues: Sequence[str] | None = None,
 ) -> Exchange:
-    """Record each settlement, then claim a job for each claimant while there are any."""
+    """Record each settlement, then claim a job for each claimant while there are any (from
+    `queues` only, if given)."""
     settled: list[SettleResult] = []
     touched: dict[str, _WorkerTouch] = {}
     for settlement in settlements:
@@ -42,11 +44,13 @@ def exchange(
             touch = touched.setdefault(settlement.job.worker_id or "", _WorkerTouch())
             if settlement.outcome is Outcome.COMPLETED:
                 touch.done += 1
-            elif settlement.outcome is not Outcome.CANCELLED:
+            elif settlement.outcome in FAILED_OUTCOMES:
                 touch.failed += 1
     claimed: dict[str, Job] = {}
-    for worker_id in _active_workers(conn, claimants):
-        job = JOBS.first(conn, SQL["claim_next"], (worker_id, pid, now, now, now))
+    workers = _active_workers(conn, claimants)
+    open_queues = claimable_queues(conn, queues) if workers else {}
+    for worker_id in workers:
+        job = _claim_one(conn, open_queues, (worker_id, pid, now, now), now)
         if job is None:
             break
         claimed[worker_id] = job
@@ -66,6 +70,69 @@ def exchange(
         ],
     )
     return Exchange(settled, claimed)
+
+
+def claimable_queues(
+    conn: sqlite3.Connection, served: Sequence[str] | None
+) -> dict[str, int | None]:
+    """The queues a claim may take from now (jobs waiting, not paused, among `served`), each
+    with how many more of its jobs may start (None: no limit)."""
+    open_queues: dict[str, int | None] = {}
+    wanted = None if served is None else set(served)
+    for name, max_running, running in conn.execute(SQL["claimable_queues"]):
+        if wanted is not None and name not in wanted:
+            continue
+        room = None if max_running is None else max_running - running
+        if room is None or room > 0:
+            open_queues[name] = room
+    return open_queues
+
+
+def has_due_work(conn: sqlite3.Connection, served: Sequence[str] | None, now: int) -> bool:
+    return any(
+        conn.execute(SQL["has_due_work"], (name, now)).fetchone() is not None
+        for name in claimable_queues(conn, served)
+    )
+
+
+def _claim_one(
+    conn: sqlite3.Connection,
+    open_queues: dict[str, int | None],
+    owner: tuple[str, int, int, int],
+    now: int,
+) -> Job | None:
+    """Take the best due job among `open_queues` (updated: a queue with nothing due, or at
+    its limit, is left out of the rest of this exchange)."""
+    while open_queues:
+        if len(open_queues) == 1:  # the common case: one statement finds and takes it
+            [name] = open_queues
+            job = JOBS.first(conn, SQL["claim_next"], (*owner, name, now))
+        else:
+            best: tuple[int, int, int] | None = None
+            chosen = ""
+            for name in list(open_queues):
+                row = conn.execute(SQL["best_ready"], (name, now)).fetchone()
+                if row is None:
+                    del open_queues[name]
+                    continue
+                key = (-row[0], row[1], row[2])
+                if best is None or key < best:
+                    best, chosen = key, name
+            if best is None:
+                return None
+            name = chosen
+            job = JOBS.first(conn, SQL["claim_seq"], (*owner, best[2]))
+        if job is None:
+            del open_queues[name]
+            continue
+        room = open_queues[name]
+        if room is not None:
+            if room <= 1:
+                del open_queues[name]
+            else:
+                open_queues[name] = room - 1
+        return job
+    return None
 
 
 def recover_orphans(
@@ -123,7 +190,7 @@ def _settle_one(
         row = conn.execute(SQL["job_to_settle"], fence).fetchone()
         if row is None:
             return SettleResult(None, None)
-        scheduled_at, attempts, max_retries = row
+        scheduled_at, attempts, max_retries, cancel_requested = row
         step = after_attempt(
             outcome,
             attempts=attempts,
@@ -131,6 +198,7 @@ def _settle_one(
             scheduled_at=scheduled_at,
             now=now,
             policy=policy,
+            cancel_requested=bool(cancel_requested),
         )
         state, run_at, attempts = step.state, step.run_at, step.attempts
         conn.execute(

@@ -95,7 +95,11 @@ class Database:
             self._conn = conn
             self._configure(in_memory=location == ":memory:")
             if not schema.is_current(conn):
+                # A migration may rebuild a table that others reference (see migration 3);
+                # foreign keys can only be switched outside a transaction.
+                conn.execute("PRAGMA foreign_keys = OFF")
                 self.write(lambda conn: schema.upgrade(conn, self.location), durable=True)
+                conn.execute("PRAGMA foreign_keys = ON")
         except BaseException:
             self._conn, self._on_file = previous, was_on_file
             conn.close()

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from ...models import Attempt, Job, Worker
+from ...models import Attempt, AuditEntry, Job, Worker
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -89,3 +89,4 @@ class RowMap(Generic[D]):
 JOBS = RowMap(Job)
 WORKERS = RowMap(Worker)
 ATTEMPTS = RowMap(Attempt)
+AUDIT = RowMap(AuditEntry)

@@ -83,4 +83,6 @@ def upgrade(conn: sqlite3.Connection, location: str) -> None:
             conn.execute(statement)
         # PRAGMA takes no bound parameters; both numbers are ints of this module.
         conn.execute(f"PRAGMA user_version = {migration.version}")
+    if conn.execute("PRAGMA foreign_key_check").fetchone() is not None:
+        raise RuntimeError(f"migrating {location} left a reference dangling; nothing changed")
     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")

@@ -11,31 +11,37 @@ from ...files import DEFAULT_FILE_MODE
 from ...lifecycle import RetryPolicy
 from ...models import (
     STATES,
+    WAITING_STATES,
+    Action,
     Attempt,
+    AuditEntry,
     Job,
     JobSpec,
     JobState,
     QueueCounts,
+    QueueInfo,
     Worker,
     WorkerStatus,
 )
 from ..base import (
     BulkEnqueueResult,
+    CancelResult,
     ChangeFeed,
     DuplicateJobError,
     EnqueueResult,
     Exchange,
     QueueStats,
+    RetryResult,
     Settlement,
     Store,
 )
-from . import bulk, claims
+from . import bulk, claims, control
 from .changes import SQLiteChangeFeed
 from .connection import Database
-from .rows import ATTEMPTS, JOBS, WORKERS
-from .statements import SQL, chunks, with_list
+from .rows import ATTEMPTS, AUDIT, JOBS, WORKERS
+from .statements import CHUNK, SQL, chunks, with_list
 
-# Outcomes that count as failed attempts (a cancelled run was interrupted, not failed).
+# Outcomes that count as failed attempts (cancelled and interrupted runs did not fail).
 FAILED_OUTCOMES = frozenset({"failed", "timeout", "lost"})
 RATE_SLOT_MS = 10_000  # the width of a slot of attempt_rates (schema migration 2)
 
@@ -87,12 +93,13 @@ class SQLiteStore(Store):
                         spec.idempotency_key,
                         now,
                         now,
+                        spec.queue,
                     ),
                 )
             except sqlite3.IntegrityError:
                 raise DuplicateJobError(spec.id) from None
             assert job is not None  # RETURNING gives the row inserted
-            conn.execute(SQL["count_inserted"], (1,))
+            conn.execute(SQL["count_inserted"], (spec.queue, 1))
             return EnqueueResult(job, created=True)
 
         return self._db.write(body, durable=True)
@@ -137,12 +144,16 @@ class SQLiteStore(Store):
         after_seq: int | None = None,
         newest_first: bool = False,
         search: str | None = None,
+        queue: str | None = None,
     ) -> list[Job]:
         where: list[str] = []
         params: list[Any] = []
         if state is not None:
             where.append(SQL["list_jobs_in_state"])
             params.append(state.value)
+        if queue is not None:
+            where.append(SQL["list_jobs_in_queue"])
+            params.append(queue)
         if after_seq is not None:
             where.append(SQL["list_jobs_before" if newest_first else "list_jobs_after"])
             params.append(after_seq)
@@ -160,14 +171,14 @@ class SQLiteStore(Store):
         params.append(max(0, limit))
         return self._db.read_as(JOBS, sql, params)
 
-    def counts(self) -> dict[JobState, int]:
-        rows = self._db.read(SQL["state_counts"])
+    def counts(self, queue: str | None = None) -> dict[JobState, int]:
+        rows = self._db.read(*_counts_statement(queue))
         found = {JobState(state): n for state, n in rows}
         return {state: found.get(state, 0) for state in STATES}
 
-    def queue_counts(self) -> QueueCounts:
+    def queue_counts(self, queue: str | None = None) -> QueueCounts:
         with self._db.snapshot() as conn:  # one snapshot for both reads
-            rows = conn.execute(SQL["state_counts"]).fetchall()
+            rows = conn.execute(*_counts_statement(queue)).fetchall()
             active = conn.execute(SQL["count_active_workers"]).fetchone()[0]
         found = {JobState(state): n for state, n in rows}
         return QueueCounts({s: found.get(s, 0) for s in STATES}, active)
@@ -205,17 +216,96 @@ class SQLiteStore(Store):
             failed[index] += failures
         return completed, failed
 
-    def retry_dead(self, job_ids: Sequence[str] | None, now: int) -> list[str]:
+    def retry_dead(
+        self, job_ids: Sequence[str] | None, now: int, action: Action | None = None
+    ) -> list[str]:
         def body(conn: sqlite3.Connection) -> list[str]:
-            if job_ids is None:
-                return [row[0] for row in conn.execute(SQL["retry_all_dead"], (now, now))]
             retried: list[str] = []
-            for chunk in chunks(list(dict.fromkeys(job_ids))):
+            if job_ids is None:
+                retried = [row[0] for row in conn.execute(SQL["retry_all_dead"], (now, now))]
+            for chunk in chunks(list(dict.fromkeys(job_ids or ()))):
                 cursor = conn.execute(with_list("retry_dead_among", len(chunk)), (now, now, *chunk))
                 retried.extend(row[0] for row in cursor)
+            if action is not None:
+                control.record(conn, action, len(retried), now)
             return retried
 
         return self._db.write(body, durable=True)
+
+    # -- an operator's control -------------------------------------------------------------------
+    def job_states(self, job_ids: Sequence[str]) -> dict[str, JobState]:
+        with self._db.snapshot() as conn:
+            return control.states(conn, job_ids)
+
+    def cancel(self, job_ids: Sequence[str], now: int, action: Action) -> CancelResult:
+        return self._db.write(lambda conn: control.cancel(conn, job_ids, now, action), durable=True)
+
+    def cancel_requested(self, job_ids: Sequence[str]) -> list[str]:
+        found: list[str] = []
+        for chunk in chunks(list(job_ids)):
+            rows = self._db.read(with_list("cancel_requested_among", len(chunk)), chunk)
+            found.extend(row[0] for row in rows)
+        return found
+
+    def retry(self, job_ids: Sequence[str], now: int, action: Action) -> RetryResult:
+        return self._db.write(lambda conn: control.retry(conn, job_ids, now, action), durable=True)
+
+    def delete(self, job_ids: Sequence[str], now: int, action: Action) -> list[str]:
+        return self._db.write(lambda conn: control.delete(conn, job_ids, now, action), durable=True)
+
+    def prune(self, state: JobState, before: int, limit: int) -> int:
+        batch = min(limit, CHUNK)
+        return self._db.write(lambda conn: control.prune_batch(conn, state, before, batch))
+
+    def count_prunable(self, state: JobState, before: int) -> int:
+        return int(self._db.read(SQL["count_prunable"], (state.value, before))[0][0])
+
+    def record_action(self, action: Action, touched: int, now: int) -> None:
+        self._db.write(lambda conn: control.record(conn, action, touched, now), durable=True)
+
+    def actions(self, limit: int = 50, before_id: int | None = None) -> list[AuditEntry]:
+        return self._db.read_as(AUDIT, SQL["list_actions"], (before_id, before_id, limit))
+
+    # -- queues ----------------------------------------------------------------------------------
+    def queues(self, now: int) -> list[QueueInfo]:
+        with self._db.snapshot() as conn:
+            settings = {
+                name: (bool(paused), max_running)
+                for name, paused, max_running in conn.execute(SQL["queue_settings"])
+            }
+            by_queue: dict[str, dict[JobState, int]] = {name: {} for name in settings}
+            for name, state, n in conn.execute(SQL["queue_depths"]):
+                by_queue.setdefault(name, {})[JobState(state)] = n
+            found = []
+            for name in sorted(by_queue):
+                counts = by_queue[name]
+                waiting = sum(counts.get(state, 0) for state in WAITING_STATES)
+                oldest = (
+                    conn.execute(SQL["oldest_waiting"], (name, now)).fetchone()[0]
+                    if waiting
+                    else None
+                )
+                paused, max_running = settings.get(name, (False, None))
+                found.append(
+                    QueueInfo(
+                        name,
+                        waiting,
+                        counts.get(JobState.PROCESSING, 0),
+                        paused,
+                        max_running,
+                        oldest,
+                        {state: counts.get(state, 0) for state in STATES},
+                    )
+                )
+            return found
+
+    def set_queue_paused(self, name: str, paused: bool, now: int, action: Action) -> None:
+        self._db.write(
+            lambda conn: control.set_paused(conn, name, paused, now, action), durable=True
+        )
+
+    def set_queue_limit(self, name: str, limit: int | None, now: int, action: Action) -> None:
+        self._db.write(lambda conn: control.set_limit(conn, name, limit, now, action), durable=True)
 
     # -- the engine's protocol ------------------------------------------------------------------
     def exchange(
@@ -225,16 +315,18 @@ class SQLiteStore(Store):
         pid: int,
         now: int,
         policy: RetryPolicy,
+        queues: Sequence[str] | None = None,
     ) -> Exchange:
         # The hot path of a busy pool: every run that ended since the last call is recorded
         # and every free worker gets its next job, in one transaction (one WAL commit).
         def body(conn: sqlite3.Connection) -> Exchange:
-            return claims.exchange(conn, settlements, claimants, pid, now, policy)
+            return claims.exchange(conn, settlements, claimants, pid, now, policy, queues)
 
         return self._db.write(body)
 
-    def has_due_work(self, now: int) -> bool:
-        return bool(self._db.read(SQL["has_due_work"], (now,)))
+    def has_due_work(self, now: int, queues: Sequence[str] | None = None) -> bool:
+        with self._db.snapshot() as conn:
+            return claims.has_due_work(conn, queues, now)
 
     def wait_for_writers(self) -> None:
         self._db.wait_for_writers()
@@ -326,6 +418,12 @@ class SQLiteStore(Store):
     def stop_requested_since(self, since: int) -> bool:
         rows = self._db.read(SQL["stop_requested_since"], (since,))
         return bool(rows)
+
+
+def _counts_statement(queue: str | None) -> tuple[str, tuple[str, ...]]:
+    if queue is None:
+        return SQL["state_counts"], ()
+    return SQL["queue_state_counts"], (queue,)
 
 
 def _summary(values: list[int]) -> dict[str, float | None]:

@@ -25,9 +25,15 @@ class ConfirmScreen(Dialog[bool]):
     ]
 
     def __init__(
-        self, title: str, message: Text | str, confirm_label: str, pending: bool = False
+        self,
+        title: str,
+        message: Text | str,
+        confirm_label: str,
+        pending: bool = False,
+        back_label: str = "Cancel",
     ) -> None:
         super().__init__()
+        self.back_label = back_label  # the safe choice (another word where "cancel" is the act)
         self.title_text = title
         self.message = message if isinstance(message, Text) else Text(message)
         self.confirm_label = confirm_label
@@ -38,7 +44,7 @@ class ConfirmScreen(Dialog[bool]):
             yield Static(Text(self.title_text, style="bold"), id="dialog-title")
             yield Static(self.message, id="dialog-message")
             with Horizontal(id="dialog-buttons"):
-                yield Button("Cancel", id="cancel", variant="primary")
+                yield Button(self.back_label, id="cancel", variant="primary")
                 yield Button(
                     self.confirm_label, id="confirm", variant="error", disabled=self.pending
                 )

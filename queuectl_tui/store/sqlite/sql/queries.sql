@@ -12,33 +12,44 @@
 
 -- name: insert_job
 INSERT INTO jobs (id, command, state, priority, run_at, max_retries, timeout, idempotency_key,
-                  created_at, updated_at)
-VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?)
+                  created_at, updated_at, queue)
+VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?)
 RETURNING seq, id, command, state, priority, run_at, max_retries, timeout, attempts, runs,
           idempotency_key, created_at, updated_at, claimed_at, worker_id, worker_pid,
-          finished_at, exit_code, last_error
+          finished_at, exit_code, last_error, queue, cancel_requested_at
 
 -- name: count_inserted
 -- New jobs are pending; their counter is kept here, once per statement, rather than by a
 -- per-row trigger.
-UPDATE state_counts SET n = n + ? WHERE state = 'pending'
+INSERT INTO queue_counts (queue, state, n) VALUES (?, 'pending', ?)
+    ON CONFLICT (queue, state) DO UPDATE SET n = n + excluded.n
+
+-- name: count_inserted_since
+-- The same for a bulk insert whose jobs name their queues: those inserted in this
+-- transaction have a seq above the largest before it.
+INSERT INTO queue_counts (queue, state, n)
+    SELECT queue, 'pending', count(*) FROM jobs WHERE seq > ? GROUP BY queue
+    ON CONFLICT (queue, state) DO UPDATE SET n = n + excluded.n
+
+-- name: last_seq
+SELECT coalesce(max(seq), 0) FROM jobs
 
 -- name: job_by_idempotency_key
 SELECT seq, id, command, state, priority, run_at, max_retries, timeout, attempts, runs,
        idempotency_key, created_at, updated_at, claimed_at, worker_id, worker_pid,
-       finished_at, exit_code, last_error
+       finished_at, exit_code, last_error, queue, cancel_requested_at
   FROM jobs WHERE idempotency_key = ?
 
 -- name: job_by_id
 SELECT seq, id, command, state, priority, run_at, max_retries, timeout, attempts, runs,
        idempotency_key, created_at, updated_at, claimed_at, worker_id, worker_pid,
-       finished_at, exit_code, last_error
+       finished_at, exit_code, last_error, queue, cancel_requested_at
   FROM jobs WHERE id = ?
 
 -- name: job_by_seq
 SELECT seq, id, command, state, priority, run_at, max_retries, timeout, attempts, runs,
        idempotency_key, created_at, updated_at, claimed_at, worker_id, worker_pid,
-       finished_at, exit_code, last_error
+       finished_at, exit_code, last_error, queue, cancel_requested_at
   FROM jobs WHERE seq = ?
 
 -- name: stored_id_among
@@ -56,11 +67,14 @@ SELECT j.id AS job_id, a.number, a.worker_id, a.scheduled_at, a.started_at, a.fi
 -- that keeps its index (jobs_state_seq for a state, the rowid otherwise).
 SELECT seq, id, command, state, priority, run_at, max_retries, timeout, attempts, runs,
        idempotency_key, created_at, updated_at, claimed_at, worker_id, worker_pid,
-       finished_at, exit_code, last_error
+       finished_at, exit_code, last_error, queue, cancel_requested_at
   FROM jobs
 
 -- name: list_jobs_in_state
 state = ?
+
+-- name: list_jobs_in_queue
+queue = ?
 
 -- name: list_jobs_after
 seq > ?
@@ -79,34 +93,133 @@ ORDER BY seq LIMIT ?
 ORDER BY seq DESC LIMIT ?
 
 -- name: retry_all_dead
-UPDATE jobs SET state = 'pending', attempts = 0, run_at = ?, updated_at = ?
+UPDATE jobs SET state = 'pending', attempts = 0, run_at = ?, updated_at = ?,
+                cancel_requested_at = NULL
  WHERE state = 'dead'
 RETURNING id
 
 -- name: retry_dead_among
-UPDATE jobs SET state = 'pending', attempts = 0, run_at = ?, updated_at = ?
+UPDATE jobs SET state = 'pending', attempts = 0, run_at = ?, updated_at = ?,
+                cancel_requested_at = NULL
  WHERE state = 'dead' AND id IN (?, ...)
 RETURNING id
+
+-- name: retry_finished_among
+-- Dead and cancelled jobs go back to pending with a fresh retry budget.
+UPDATE jobs SET state = 'pending', attempts = 0, run_at = ?, updated_at = ?,
+                cancel_requested_at = NULL
+ WHERE state IN ('dead', 'cancelled') AND id IN (?, ...)
+RETURNING id
+
+-- name: retry_now_among
+-- A failed job waiting out its backoff is ready at once, its attempts kept.
+UPDATE jobs SET run_at = ?, updated_at = ?
+ WHERE state = 'failed' AND id IN (?, ...)
+RETURNING id
+
+-- name: cancel_waiting_among
+UPDATE jobs SET state = 'cancelled', finished_at = ?, updated_at = ?,
+                last_error = 'cancelled by an operator', cancel_requested_at = ?
+ WHERE state IN ('pending', 'failed') AND id IN (?, ...)
+RETURNING id
+
+-- name: request_cancel_among
+-- A running job: its pool stops the command and records the run cancelled (see
+-- cancel_requested_among); the first request's time is kept.
+UPDATE jobs SET cancel_requested_at = coalesce(cancel_requested_at, ?), updated_at = ?
+ WHERE state = 'processing' AND id IN (?, ...)
+RETURNING id
+
+-- name: cancel_requested_among
+SELECT id FROM jobs
+ WHERE state = 'processing' AND cancel_requested_at IS NOT NULL AND id IN (?, ...)
+
+-- name: states_among
+SELECT id, state FROM jobs WHERE id IN (?, ...)
+
+-- name: delete_among
+-- Attempts go with their job (ON DELETE CASCADE); a running job is never deleted.
+DELETE FROM jobs WHERE state <> 'processing' AND id IN (?, ...)
+RETURNING id
+
+-- name: prunable
+-- The oldest finished jobs of a state, a batch at a time (jobs_finished).
+SELECT seq FROM jobs INDEXED BY jobs_finished
+ WHERE state = ? AND finished_at < ? ORDER BY finished_at LIMIT ?
+
+-- name: count_prunable
+SELECT count(*) FROM jobs INDEXED BY jobs_finished WHERE state = ? AND finished_at < ?
+
+-- name: delete_seqs
+DELETE FROM jobs WHERE state <> 'processing' AND seq IN (?, ...)
+
+
+-- == queues ==================================================================================
+
+-- name: queue_settings
+SELECT name, paused, max_running FROM queues
+
+-- name: queue_depths
+-- Jobs per queue and state (the counters): which queues exist and how full they are.
+SELECT queue, state, n FROM queue_counts WHERE n > 0
+
+-- name: oldest_waiting
+-- When the longest-waiting due job of a queue became due.
+SELECT min(run_at) FROM jobs INDEXED BY jobs_ready
+ WHERE queue = ? AND state IN ('pending', 'failed') AND run_at <= ?
+
+-- name: set_queue_paused
+INSERT INTO queues (name, paused, updated_at) VALUES (?, ?, ?)
+    ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at
+
+-- name: set_queue_limit
+INSERT INTO queues (name, max_running, updated_at) VALUES (?, ?, ?)
+    ON CONFLICT (name) DO UPDATE SET max_running = excluded.max_running,
+                                     updated_at = excluded.updated_at
+
+-- name: claimable_queues
+-- Queues with jobs waiting that are not paused, with their limit (NULL: none) and how many
+-- of their jobs run now. A claim looks only into these.
+SELECT w.queue, q.max_running,
+       coalesce((SELECT n FROM queue_counts r WHERE r.queue = w.queue AND r.state = 'processing'), 0)
+  FROM (SELECT queue FROM queue_counts WHERE state IN ('pending', 'failed') AND n > 0
+         GROUP BY queue) w
+  LEFT JOIN queues q ON q.name = w.queue
+ WHERE coalesce(q.paused, 0) = 0
+
+
+-- == the audit trail =========================================================================
+
+-- name: record_action
+INSERT INTO audit (at, face, actor, host, action, subject, touched) VALUES (?, ?, ?, ?, ?, ?, ?)
+
+-- name: list_actions
+SELECT id, at, face, actor, host, action, subject, touched FROM audit
+ WHERE (? IS NULL OR id < ?) ORDER BY id DESC LIMIT ?
 
 
 -- == counts and statistics ===================================================================
 
 -- name: state_counts
-SELECT state, n FROM state_counts
+SELECT state, sum(n) FROM queue_counts GROUP BY state
+
+-- name: queue_state_counts
+SELECT state, n FROM queue_counts WHERE queue = ?
 
 -- name: count_active_workers
 SELECT count(*) FROM workers WHERE status IN ('idle', 'busy', 'stopping')
 
 -- name: outcomes_since
 SELECT outcome = 'completed', count(*) FROM attempts
- WHERE finished_at > ? AND outcome <> 'cancelled' GROUP BY outcome = 'completed'
+ WHERE finished_at > ? AND outcome NOT IN ('cancelled', 'interrupted')
+ GROUP BY outcome = 'completed'
 
 -- name: attempt_totals
 SELECT outcome, n, retries FROM attempt_totals
 
 -- name: latest_timings
 SELECT started_at - scheduled_at, finished_at - started_at FROM attempts
- WHERE outcome <> 'cancelled' ORDER BY id DESC LIMIT ?
+ WHERE outcome NOT IN ('cancelled', 'interrupted') ORDER BY id DESC LIMIT ?
 
 -- name: attempt_rates
 SELECT slot, completed, failed FROM attempt_rates WHERE slot >= ? AND slot <= ?
@@ -115,24 +228,38 @@ SELECT slot, completed, failed FROM attempt_rates WHERE slot >= ? AND slot <= ?
 -- == the engine's protocol ===================================================================
 
 -- name: claim_next
--- The best eligible job: priority, then run_at, then creation order. INDEXED BY pins the
--- partial index that holds exactly this order; left alone, the planner may pick the state
--- index and sort every pending job, which costs seconds at a million jobs.
+-- The best eligible job of one queue: priority, then run_at, then creation order. INDEXED BY
+-- pins the partial index that holds exactly this order; left alone, the planner may pick the
+-- state index and sort every pending job, which costs seconds at a million jobs.
 -- The claim takes that job in the same statement that marks it processing, inside
 -- BEGIN IMMEDIATE (see connection.py).
 UPDATE jobs SET state = 'processing', worker_id = ?, worker_pid = ?, claimed_at = ?,
                 updated_at = ?, attempts = attempts + 1, runs = runs + 1
  WHERE seq = (SELECT seq FROM jobs INDEXED BY jobs_ready
-               WHERE state IN ('pending', 'failed') AND run_at <= ?
+               WHERE queue = ? AND state IN ('pending', 'failed') AND run_at <= ?
                ORDER BY priority DESC, run_at, seq LIMIT 1)
 RETURNING seq, id, command, state, priority, run_at, max_retries, timeout, attempts, runs,
           idempotency_key, created_at, updated_at, claimed_at, worker_id, worker_pid,
-          finished_at, exit_code, last_error
+          finished_at, exit_code, last_error, queue, cancel_requested_at
+
+-- name: best_ready
+-- The job claim_next would take from one queue, to pick the best among several queues.
+SELECT priority, run_at, seq FROM jobs INDEXED BY jobs_ready
+ WHERE queue = ? AND state IN ('pending', 'failed') AND run_at <= ?
+ ORDER BY priority DESC, run_at, seq LIMIT 1
+
+-- name: claim_seq
+UPDATE jobs SET state = 'processing', worker_id = ?, worker_pid = ?, claimed_at = ?,
+                updated_at = ?, attempts = attempts + 1, runs = runs + 1
+ WHERE seq = ? AND state IN ('pending', 'failed')
+RETURNING seq, id, command, state, priority, run_at, max_retries, timeout, attempts, runs,
+          idempotency_key, created_at, updated_at, claimed_at, worker_id, worker_pid,
+          finished_at, exit_code, last_error, queue, cancel_requested_at
 
 -- name: has_due_work
 -- The ready index, pinned as for claim_next.
 SELECT 1 FROM jobs INDEXED BY jobs_ready
- WHERE state IN ('pending', 'failed') AND run_at <= ? LIMIT 1
+ WHERE queue = ? AND state IN ('pending', 'failed') AND run_at <= ? LIMIT 1
 
 -- name: next_run_at
 SELECT min(run_at) FROM jobs WHERE state IN ('pending', 'failed') AND run_at > ?
@@ -150,7 +277,7 @@ UPDATE jobs SET state = 'completed', worker_id = NULL, worker_pid = NULL,
 RETURNING run_at
 
 -- name: job_to_settle
-SELECT run_at, attempts, max_retries FROM jobs
+SELECT run_at, attempts, max_retries, cancel_requested_at IS NOT NULL FROM jobs
  WHERE seq = ? AND state = 'processing' AND worker_id = ? AND runs = ?
 
 -- name: settle_job
@@ -179,7 +306,7 @@ UPDATE workers SET status = 'lost', stopped_at = ?, current_job = NULL
 -- name: orphaned_jobs
 SELECT seq, id, command, state, priority, run_at, max_retries, timeout, attempts, runs,
        idempotency_key, created_at, updated_at, claimed_at, worker_id, worker_pid,
-       finished_at, exit_code, last_error
+       finished_at, exit_code, last_error, queue, cancel_requested_at
   FROM jobs
  WHERE state = 'processing'
    AND worker_id NOT IN (SELECT id FROM workers WHERE status IN ('idle', 'busy', 'stopping'))

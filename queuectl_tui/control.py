@@ -1,0 +1,192 @@
+"""An operator's control of jobs and queues: cancel, retry, delete, prune, pause, resume and
+limit, each one call that every face makes (CLI, console, HTTP), and each recorded in the
+audit trail with who did it, from which face and host, and what it touched."""
+
+from __future__ import annotations
+
+import getpass
+import socket
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .errors import InvalidInput
+from .models import FINISHED_STATES, Action, AuditEntry, JobState, QueueInfo, queue_name
+from .store import Store
+from .timeutil import now_ms, to_iso
+
+PRUNE_BATCH = 500  # jobs per transaction: a claim never waits long behind a prune
+PRUNABLE_STATES = FINISHED_STATES
+MAX_QUEUE_LIMIT = 100_000
+SUBJECT_IDS = 20  # an audit line names this many ids, then counts the rest
+
+
+@dataclass(frozen=True, slots=True)
+class Operator:
+    """Who acts, from where: the audit trail's first columns."""
+
+    face: str  # cli, console, http, api
+    actor: str
+    host: str
+
+    def action(self, name: str, subject: str) -> Action:
+        return Action(self.face, self.actor, self.host, name, subject)
+
+
+def local_operator(face: str) -> Operator:
+    """The operator at this machine: its OS user and host name."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a bare container)
+        user = "unknown"
+    return Operator(face, user, socket.gethostname())
+
+
+def describe_ids(ids: Sequence[str]) -> str:
+    shown = ", ".join(ids[:SUBJECT_IDS])
+    more = len(ids) - SUBJECT_IDS
+    return f"{shown} and {more} more" if more > 0 else shown
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """What an action did to each job it was given."""
+
+    done: list[str]  # changed as asked
+    pending_stop: list[str]  # cancel: running, their pools stop them now
+    unchanged: list[tuple[str, JobState]]  # in a state the action leaves alone
+    missing: list[str]  # no such job
+
+    @property
+    def complete(self) -> bool:
+        """Whether every job given was changed (or is being stopped)."""
+        return not self.unchanged and not self.missing
+
+
+def _report(
+    store: Store, ids: Sequence[str], done: list[str], pending_stop: list[str] | None = None
+) -> Report:
+    wanted = list(dict.fromkeys(ids))
+    touched = set(done) | set(pending_stop or ())
+    rest = [job_id for job_id in wanted if job_id not in touched]
+    states = store.job_states(rest) if rest else {}
+    return Report(
+        done,
+        pending_stop or [],
+        [(job_id, states[job_id]) for job_id in rest if job_id in states],
+        [job_id for job_id in rest if job_id not in states],
+    )
+
+
+def cancel_jobs(store: Store, ids: Sequence[str], who: Operator) -> Report:
+    """Waiting jobs end cancelled at once; running ones are stopped by their pools and end
+    cancelled (within a second); finished ones are left as they are."""
+    result = store.cancel(ids, now_ms(), who.action("cancel", describe_ids(ids)))
+    return _report(store, ids, result.cancelled, result.requested)
+
+
+def retry_jobs(store: Store, ids: Sequence[str], who: Operator) -> Report:
+    """Dead and cancelled jobs back to pending with a fresh retry budget; failed ones that
+    wait out a backoff ready now, their attempts kept."""
+    result = store.retry(ids, now_ms(), who.action("retry", describe_ids(ids)))
+    return _report(store, ids, [*result.fresh, *result.ready])
+
+
+@dataclass(frozen=True, slots=True)
+class RetryOutcome:
+    retried: list[str]
+    not_dead: list[str]  # known jobs that are not in the DLQ
+    unknown: list[str]
+
+
+def retry_dead(store: Store, job_ids: Sequence[str] | None, who: Operator) -> RetryOutcome:
+    """Return dead jobs to pending with a fresh retry budget (all of them for None)."""
+    subject = "every dead job" if job_ids is None else describe_ids(job_ids)
+    retried = store.retry_dead(job_ids, now_ms(), who.action("retry", subject))
+    if job_ids is None:
+        return RetryOutcome(retried, [], [])
+    report = _report(store, job_ids, retried)
+    return RetryOutcome(retried, [job_id for job_id, _ in report.unchanged], report.missing)
+
+
+def delete_jobs(store: Store, ids: Sequence[str], who: Operator) -> Report:
+    """Remove jobs with their attempts and output; a running job is refused (cancel it
+    first)."""
+    deleted = store.delete(ids, now_ms(), who.action("delete", describe_ids(ids)))
+    return _report(store, ids, deleted)
+
+
+def matching_ids(
+    store: Store,
+    state: JobState | None = None,
+    queue: str | None = None,
+    search: str | None = None,
+) -> list[str]:
+    """Every job id a filter selects, in creation order (for an action by filter)."""
+    ids: list[str] = []
+    after: int | None = None
+    while True:
+        page = store.list_jobs(state, 5000, after, False, search, queue)
+        ids.extend(job.id for job in page)
+        if len(page) < 5000:
+            return ids
+        after = page[-1].seq
+
+
+def describe_filter(state: JobState | None, queue: str | None, search: str | None) -> str:
+    parts = [f"state={state.value}" if state else "", f"queue={queue}" if queue else ""]
+    parts.append(f"matching={search!r}" if search else "")
+    return "filter " + " ".join(part for part in parts if part) if any(parts) else "every job"
+
+
+def prune(
+    store: Store,
+    states: Sequence[JobState],
+    older_than_ms: int,
+    who: Operator | None,
+    dry_run: bool = False,
+) -> int:
+    """Remove the jobs in `states` (finished ones only) that finished more than
+    `older_than_ms` ago, in small transactions. With `dry_run`, count them only. `who` is
+    None for a pool's own retention, which is not an operator's action."""
+    for state in states:
+        if state not in PRUNABLE_STATES:
+            allowed = ", ".join(s.value for s in PRUNABLE_STATES)
+            raise InvalidInput(f"only finished jobs are pruned ({allowed}), not {state.value}")
+    before = now_ms() - older_than_ms
+    if dry_run:
+        return sum(store.count_prunable(state, before) for state in states)
+    removed = 0
+    for state in states:
+        while True:
+            batch = store.prune(state, before, PRUNE_BATCH)
+            removed += batch
+            if batch < PRUNE_BATCH:
+                break
+    if who is not None:
+        names = ",".join(state.value for state in states)
+        subject = f"state={names} finished before {to_iso(before)}"
+        store.record_action(who.action("prune", subject), removed, now_ms())
+    return removed
+
+
+def queue_overview(store: Store) -> list[QueueInfo]:
+    return store.queues(now_ms())
+
+
+def set_paused(store: Store, name: str, paused: bool, who: Operator) -> None:
+    name = queue_name(name, "queue", "a queue")
+    action = who.action("pause" if paused else "resume", name)
+    store.set_queue_paused(name, paused, now_ms(), action)
+
+
+def set_limit(store: Store, name: str, limit: int | None, who: Operator) -> None:
+    """At most `limit` jobs of the queue run at once over every pool; None lifts the limit."""
+    name = queue_name(name, "queue", "a queue")
+    if limit is not None and not 1 <= limit <= MAX_QUEUE_LIMIT:
+        raise InvalidInput(f"a queue's limit must be 1 to {MAX_QUEUE_LIMIT:,}, or none")
+    subject = f"{name} max_running={'none' if limit is None else limit}"
+    store.set_queue_limit(name, limit, now_ms(), who.action("limit", subject))
+
+
+def audit_trail(store: Store, limit: int = 50, before_id: int | None = None) -> list[AuditEntry]:
+    return store.actions(limit, before_id)

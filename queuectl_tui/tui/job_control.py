@@ -1,0 +1,203 @@
+"""The console's control of the selected job and its queue: cancel, delete, retry (dead and
+cancelled jobs afresh, failed ones now) and pause or resume the queue. Each asks first where
+it cannot be undone, names what it will touch, and goes through the same `control` call as
+its CLI twin (recorded in the audit trail as the console's), in a thread worker on the
+console's writer connection."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual import work
+
+from .. import control
+from ..display import printable
+from ..models import FINISHED_STATES, Job, JobState
+from ..store import StoreError
+from .screens.confirm import ConfirmScreen
+
+if TYPE_CHECKING:
+    from .app import QueueConsole
+
+
+def _name(job_id: str) -> str:
+    return printable(job_id, single_line=True)
+
+
+class JobControl:
+    """Mixed into QueueConsole (see QueueOperations for why each `self` is the console)."""
+
+    def _selected_for(self: QueueConsole, what: str) -> Job | None:  # type: ignore[misc]
+        if self.refuse_readonly():
+            return None
+        job = self.selected_job()
+        if job is None:
+            self.notify(f"Select a job to {what} first.", severity="warning")
+        return job
+
+    # -- cancel ---------------------------------------------------------------------------------
+    def action_cancel_selected(self: QueueConsole) -> None:  # type: ignore[misc]
+        job = self._selected_for("cancel")
+        if job is None:
+            return
+        if job.state in FINISHED_STATES:
+            self.notify(
+                f"Job {_name(job.id)} is {job.state.value}; there is nothing to cancel.",
+                severity="warning",
+                markup=False,
+            )
+            return
+        if job.state is JobState.PROCESSING:
+            message = Text(
+                "It is running: its pool stops every process of the run within a second, and "
+                "the job ends cancelled, not retried."
+            )
+        else:
+            message = Text(f"It is {job.state.value}: it ends cancelled and does not run.")
+        message.append(" Retry (r) brings it back.", style="dim")
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.cancel_jobs([job.id])
+
+        title = f"Cancel job {_name(job.id)}?"
+        dialog = ConfirmScreen(title, message, "Cancel job", back_label="Keep it")
+        self.push_screen(dialog, answered)
+
+    @work(thread=True, group="write")
+    def cancel_jobs(self: QueueConsole, job_ids: list[str]) -> None:
+        try:
+            report = control.cancel_jobs(self.writer, job_ids, self.operator)
+        except StoreError as error:
+            self.deliver(self.notify, str(error), severity="error", markup=False)
+            return
+        if report.pending_stop:
+            message = f"Job {_name(report.pending_stop[0])} is being stopped by its pool."
+        elif report.done:
+            message = f"Job {_name(report.done[0])} is cancelled."
+        else:
+            message = "Nothing was cancelled: the job finished or went away meanwhile."
+        self.deliver(self.notify, message, markup=False)
+        self.deliver(self.poll, True)
+
+    # -- delete ---------------------------------------------------------------------------------
+    def action_delete_selected(self: QueueConsole) -> None:  # type: ignore[misc]
+        job = self._selected_for("delete")
+        if job is None:
+            return
+        if job.state is JobState.PROCESSING:
+            self.notify(
+                f"Job {_name(job.id)} is running; cancel it first (c), then delete it.",
+                severity="warning",
+                markup=False,
+            )
+            return
+        runs = "no attempts" if job.runs == 0 else f"{job.runs} attempt{'s' * (job.runs != 1)}"
+        message = Text(f"Removes the {job.state.value} job with its {runs} and their output. ")
+        message.append("This cannot be undone.", style="bold")
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.delete_jobs([job.id])
+
+        title = f"Delete job {_name(job.id)}?"
+        self.push_screen(ConfirmScreen(title, message, "Delete"), answered)
+
+    @work(thread=True, group="write")
+    def delete_jobs(self: QueueConsole, job_ids: list[str]) -> None:
+        try:
+            report = control.delete_jobs(self.writer, job_ids, self.operator)
+        except StoreError as error:
+            self.deliver(self.notify, str(error), severity="error", markup=False)
+            return
+        if report.done:
+            message = f"Job {_name(report.done[0])} is deleted."
+        else:
+            message = "Nothing was deleted: the job started running or went away meanwhile."
+        self.deliver(self.notify, message, markup=False)
+        self.deliver(self.poll, True)
+
+    # -- retry ----------------------------------------------------------------------------------
+    def action_retry_selected(self: QueueConsole) -> None:  # type: ignore[misc]
+        job = self._selected_for("retry")
+        if job is None:
+            return
+        if job.state not in (JobState.DEAD, JobState.CANCELLED, JobState.FAILED):
+            self.notify(
+                f"Job {_name(job.id)} is {job.state.value}; only dead, cancelled and failed "
+                "jobs are retried.",
+                severity="warning",
+                markup=False,
+            )
+            return
+        self.retry_now([job.id], job.state)
+
+    @work(thread=True, group="write")
+    def retry_now(self: QueueConsole, job_ids: list[str], was: JobState) -> None:
+        try:
+            report = control.retry_jobs(self.writer, job_ids, self.operator)
+        except StoreError as error:
+            self.deliver(self.notify, str(error), severity="error", markup=False)
+            return
+        if not report.done:
+            message = "Nothing was retried: the job changed meanwhile."
+        elif was is JobState.FAILED:
+            message = f"Job {_name(report.done[0])} is ready to run now."
+        else:
+            message = f"Job {_name(report.done[0])} is pending again."
+        self.deliver(self.notify, message, markup=False)
+        self.deliver(self.poll, True)
+
+    # -- the selected job's queue -------------------------------------------------------------
+    def action_toggle_queue(self: QueueConsole) -> None:  # type: ignore[misc]
+        job = self._selected_for("pause or resume the queue of")
+        if job is not None:
+            self.ask_about_queue(job.queue)
+
+    @work(thread=True, group="read-once")
+    def ask_about_queue(self: QueueConsole, name: str) -> None:
+        try:
+            queues = {queue.name: queue for queue in control.queue_overview(self.reader)}
+        except StoreError as error:
+            self.deliver(self.notify, str(error), severity="error", markup=False)
+            return
+        queue = queues.get(name)
+        self.deliver(
+            self.confirm_queue_toggle,
+            name,
+            queue.paused if queue else False,
+            queue.waiting if queue else 0,
+        )
+
+    def confirm_queue_toggle(self: QueueConsole, name: str, paused: bool, waiting: int) -> None:  # type: ignore[misc]
+        shown = printable(name, single_line=True)
+        jobs = f"{waiting:,} waiting job{'s' * (waiting != 1)}"
+        if paused:
+            title, label = f"Resume queue {shown}?", "Resume"
+            message = Text(f"Pools take its {jobs} again.")
+        else:
+            title, label = f"Pause queue {shown}?", "Pause queue"
+            message = Text(
+                f"No pool takes its {jobs} (or new ones) until it is resumed; jobs already "
+                "running finish. It stays paused across restarts."
+            )
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.set_queue_paused(name, not paused)
+
+        self.push_screen(ConfirmScreen(title, message, label), answered)
+
+    @work(thread=True, group="write")
+    def set_queue_paused(self: QueueConsole, name: str, paused: bool) -> None:
+        try:
+            control.set_paused(self.writer, name, paused, self.operator)
+        except StoreError as error:
+            self.deliver(self.notify, str(error), severity="error", markup=False)
+            return
+        shown = printable(name, single_line=True)
+        self.deliver(
+            self.notify, f"Queue {shown} {'paused' if paused else 'resumed'}.", markup=False
+        )
+        self.deliver(self.poll, True)

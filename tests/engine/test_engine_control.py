@@ -1,0 +1,56 @@
+"""An operator's control with real pools: cancel a running job, pause a queue, pools that
+serve named queues only."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from engine_helpers import Queue, process_alive, wait_until
+
+from queuectl_tui.models import JobState, Outcome
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_cancelled_running_job_is_stopped_leaves_no_process_and_never_runs_again(
+    queue: Queue,
+) -> None:
+    pidfile = queue.root / "child.pid"
+    runs = queue.root / "runs"
+    command = f"echo run >> {runs}; sleep 60 & echo $! > {pidfile}; wait"
+    job_id = queue.enqueue(command, "long", queue="reports", max_retries=3)
+    pool = queue.start_pool(count=1)
+    queue.wait_state(job_id, JobState.PROCESSING)
+    child = int(wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), what="child"))
+    result = queue.cli("cancel", job_id)
+    assert "its pool stops it now" in result.stdout
+    job = queue.wait_state(job_id, JobState.CANCELLED, timeout=30)
+    assert [a.outcome for a in queue.attempts(job_id)] == [Outcome.CANCELLED]
+    assert job.last_error == "cancelled by an operator"
+    wait_until(lambda: not process_alive(child), timeout=30, what="the job's child to go")
+    assert pool.events("cancelled")[0]["job"] == job_id
+    other = queue.enqueue("true", "after")
+    queue.wait_state(other, JobState.COMPLETED, timeout=30)
+    assert runs.read_text() == "run\n"  # ran once, never again
+    assert queue.job(job_id).state is JobState.CANCELLED
+    [entry] = [
+        e for e in json.loads(queue.cli("audit", "--json").stdout) if e["action"] == "cancel"
+    ]
+    assert (entry["face"], entry["subject"], entry["touched"]) == ("cli", job_id, 1)
+
+
+def test_a_paused_queue_waits_while_other_queues_run_and_a_pool_serves_its_queues(
+    queue: Queue,
+) -> None:
+    queue.cli("queue", "pause", "reports")
+    held = queue.enqueue("true", "held", queue="reports")
+    free = queue.enqueue("true", "free", queue="emails")
+    ignored = queue.enqueue("true", "ignored", queue="other")
+    pool = queue.start_pool(count=2, queues=("reports", "emails"))
+    queue.wait_state(free, JobState.COMPLETED, timeout=30)
+    assert queue.job(held).state is JobState.PENDING
+    queue.cli("queue", "resume", "reports")
+    queue.wait_state(held, JobState.COMPLETED, timeout=30)
+    assert queue.job(ignored).state is JobState.PENDING  # not a queue this pool serves
+    assert pool.events("pool started")[0]["queues"] == "reports,emails"

@@ -1,0 +1,127 @@
+"""The console's control of the selected job and its queue: cancel, delete, retry now, pause
+and resume; each asks first, names what it touches, and is in the audit trail."""
+
+from __future__ import annotations
+
+from queuectl_tui.models import JobState
+from queuectl_tui.tui.data import Pane
+from queuectl_tui.tui.screens.confirm import ConfirmScreen
+
+
+async def _answer_yes(pilot, settle) -> None:
+    await settle(pilot)
+    assert isinstance(pilot.app.screen, ConfirmScreen)
+    await pilot.press("y")
+    await settle(pilot)
+
+
+async def test_c_cancels_the_selected_waiting_job_after_asking(
+    make_console, demo_store, settle
+) -> None:
+    app = make_console()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")  # pending jobs
+        await settle(pilot)
+        job_id = app.table_for(Pane.JOBS).selected_key
+        await pilot.press("c")
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, ConfirmScreen)
+        assert job_id in dialog.title_text and "ends cancelled" in dialog.message.plain
+        await pilot.press("n")  # no: nothing changes
+        await settle(pilot)
+        assert demo_store.get(job_id).state is JobState.PENDING
+        await pilot.press("c")
+        await _answer_yes(pilot, settle)
+        assert demo_store.get(job_id).state is JobState.CANCELLED
+        [entry] = demo_store.actions()
+        assert (entry.face, entry.action, entry.subject) == ("console", "cancel", job_id)
+
+
+async def test_c_on_a_running_job_asks_its_pool_to_stop_it(
+    make_console, demo_store, settle
+) -> None:
+    app = make_console()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("3")  # processing
+        await settle(pilot)
+        job_id = app.table_for(Pane.JOBS).selected_key
+        await pilot.press("c")
+        await settle(pilot)
+        assert "its pool stops every process" in app.screen.message.plain
+        await _answer_yes(pilot, settle)
+        assert demo_store.cancel_requested([job_id]) == [job_id]
+
+
+async def test_shift_d_deletes_a_finished_job_and_refuses_a_running_one(
+    make_console, demo_store, settle
+) -> None:
+    app = make_console()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("3")
+        await settle(pilot)
+        running = app.table_for(Pane.JOBS).selected_key
+        await pilot.press("D")
+        await settle(pilot)
+        assert not isinstance(app.screen, ConfirmScreen)  # refused, with a notice
+        assert demo_store.get(running).state is JobState.PROCESSING
+        await pilot.press("d")  # the dead letters
+        await settle(pilot)
+        dead = app.table_for(Pane.DEAD).selected_key
+        await pilot.press("D")
+        await settle(pilot)
+        assert "cannot be undone" in app.screen.message.plain
+        await _answer_yes(pilot, settle)
+        assert demo_store.get(dead) is None
+        assert dead not in app.table_for(Pane.DEAD).keys
+
+
+async def test_r_runs_a_failed_job_now(make_console, demo_store, settle) -> None:
+    app = make_console()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("4")  # failed
+        await settle(pilot)
+        job_id = app.table_for(Pane.JOBS).selected_key
+        attempts = demo_store.get(job_id).attempts
+        await pilot.press("r")
+        await settle(pilot)
+        job = demo_store.get(job_id)
+        assert job.state is JobState.FAILED and job.attempts == attempts
+        assert job.run_at <= demo_store.actions()[0].at  # ready from the moment it was asked
+
+
+async def test_shift_p_pauses_and_resumes_the_selected_job_s_queue(
+    make_console, demo_store, settle
+) -> None:
+    app = make_console()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        queue = app.selected_job().queue
+        await pilot.press("P")
+        await settle(pilot)
+        assert f"Pause queue {queue}?" == app.screen.title_text
+        await _answer_yes(pilot, settle)
+        [info] = [q for q in demo_store.queues(0) if q.name == queue]
+        assert info.paused
+        await pilot.press("P")
+        await settle(pilot)
+        assert f"Resume queue {queue}?" == app.screen.title_text
+        await _answer_yes(pilot, settle)
+        [info] = [q for q in demo_store.queues(0) if q.name == queue]
+        assert not info.paused
+        assert [e.action for e in demo_store.actions()] == ["resume", "pause"]
+
+
+async def test_read_only_refuses_every_control_key(make_console, demo_store, settle) -> None:
+    app = make_console(readonly=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        for key in ("c", "D", "P", "r"):
+            await pilot.press(key)
+            await settle(pilot)
+            assert not isinstance(app.screen, ConfirmScreen)
+        assert demo_store.actions() == []
