@@ -131,6 +131,27 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "config): 600 owner only, 660 shared with the group",
         choices=(600, 660),
     ),
+    SettingSpec(
+        "keep_completed_days",
+        float,
+        0.0,
+        36500.0,
+        "days a running pool keeps completed jobs before removing them (0: keep them all)",
+    ),
+    SettingSpec(
+        "keep_cancelled_days",
+        float,
+        0.0,
+        36500.0,
+        "days a running pool keeps cancelled jobs before removing them (0: keep them all)",
+    ),
+    SettingSpec(
+        "keep_dead_days",
+        float,
+        0.0,
+        36500.0,
+        "days a running pool keeps dead jobs before removing them (0: keep them all)",
+    ),
 )
 SETTINGS_BY_KEY: dict[str, SettingSpec] = {spec.key: spec for spec in SETTINGS}
 
@@ -156,6 +177,9 @@ class Settings:
     output_limit: int = 65536
     kill_grace: float = 2.0
     file_mode: int = 600
+    keep_completed_days: float = 7.0
+    keep_cancelled_days: float = 7.0
+    keep_dead_days: float = 0.0
     # Where the settings came from; not settings themselves.
     config_file: str | None = None
 

@@ -169,6 +169,12 @@ def prune(
     return removed
 
 
+def stop_requested(store: Store, pools: int, workers: int, who: Operator) -> None:
+    """Record a stop of every running pool (the request itself is the service's)."""
+    action = who.action("stop", f"{pools} pool(s) with {workers} worker(s)")
+    store.record_action(action, workers, now_ms())
+
+
 def queue_overview(store: Store) -> list[QueueInfo]:
     return store.queues(now_ms())
 

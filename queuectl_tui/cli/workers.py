@@ -6,7 +6,7 @@ import time
 
 import typer
 
-from .. import service
+from .. import control, service
 from ..timeutil import now_ms
 
 # `render` (and rich with it) is imported by the commands that draw: enqueue and the
@@ -93,6 +93,7 @@ def stop(
         if not active:
             print("No worker pool is running")
             return
+        control.stop_requested(store, len(pools), len(active), control.local_operator("cli"))
         print(f"Stop requested for {len(pools)} pool(s) with {len(active)} worker(s)")
         if not wait:
             return

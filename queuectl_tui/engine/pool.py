@@ -43,6 +43,7 @@ from . import events, procfs
 from .containment import ensure_descriptors, pool_orphans, prepare_pool_process, reap_orphans
 from .dispatch import Dispatcher, PoolContext
 from .procfs import pid_alive
+from .retention import Retention
 from .retry import retry_store_call
 from .runner import stop_lost_run
 from .wake import ChangeWatcher, Doorbell
@@ -231,6 +232,9 @@ class Pool:
             store.prune_workers(self.started_at - PRUNE_AFTER_MS)
         dispatcher = self._start_dispatcher(store)
         watcher.start()
+        retention = Retention(lambda: open_store(path), settings)
+        if retention.needed:
+            retention.start()
         events.event(
             "pool started",
             pool=self.pool_id,
@@ -280,6 +284,7 @@ class Pool:
             ctx.draining.set()
             doorbell.ring()
             watcher.stop()
+            retention.stop()
             abandoned = self._failure == ABANDONED
             dispatcher.join(timeout=0 if abandoned else 5)
             watcher.join(timeout=2)

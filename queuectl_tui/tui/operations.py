@@ -176,7 +176,9 @@ class QueueOperations:
     @work(thread=True, group="write")
     def stop_pools(self: QueueConsole) -> None:
         try:
-            service.request_stop(self.writer)
+            stopped = service.request_stop(self.writer)
+            pools = len({worker.pool_id for worker in stopped})
+            control.stop_requested(self.writer, pools, len(stopped), self.operator)
         except StoreError as error:
             self.deliver(self.notify, str(error), severity="error", markup=False)
             return

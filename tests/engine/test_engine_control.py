@@ -4,6 +4,8 @@ serve named queues only."""
 from __future__ import annotations
 
 import json
+import signal
+import time
 
 import pytest
 from engine_helpers import Queue, process_alive, wait_until
@@ -54,3 +56,23 @@ def test_a_paused_queue_waits_while_other_queues_run_and_a_pool_serves_its_queue
     queue.wait_state(held, JobState.COMPLETED, timeout=30)
     assert queue.job(ignored).state is JobState.PENDING  # not a queue this pool serves
     assert pool.events("pool started")[0]["queues"] == "reports,emails"
+
+
+def test_a_running_pool_removes_finished_jobs_past_their_keep_time(queue: Queue) -> None:
+    done = [queue.enqueue("true", f"done-{n}") for n in range(3)]
+    dead = queue.enqueue("false", "dead", max_retries=0)
+    pool = queue.start_pool(count=2)
+    for job_id in done:
+        queue.wait_state(job_id, JobState.COMPLETED, timeout=30)
+    queue.wait_state(dead, JobState.DEAD, timeout=30)
+    pool.signal(signal.SIGTERM)
+    assert pool.wait() == 0
+    queue.configure(keep_completed_days=0.00001)  # under a second; dead jobs: kept (default)
+    time.sleep(1.0)
+    pool = queue.start_pool(count=1)
+    pruned = pool.wait_event("pruned", timeout=30)
+    assert pruned["completed"] == 3
+    assert queue.counts()[JobState.COMPLETED] == 0
+    assert queue.job(dead).state is JobState.DEAD
+    fresh = queue.enqueue("true", "fresh")
+    queue.wait_state(fresh, JobState.COMPLETED, timeout=30)  # claims go on
