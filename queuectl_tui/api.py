@@ -25,7 +25,7 @@ from . import control, service
 from .config import Settings
 from .errors import InvalidInput
 from .location import normalise
-from .models import STATES, Attempt, Job, JobState, QueueCounts, parse_job_spec
+from .models import STATES, Attempt, Job, JobState, QueueCounts, QueueInfo, parse_job_spec
 from .store import BulkEnqueueResult, QueueStats, Store
 
 
@@ -40,6 +40,7 @@ class Queue:
         location = normalise(os.fspath(database))
         self.settings = replace(settings or Settings(), database=location)
         self._store: Store = service.open_queue(self.settings)
+        self._operator = control.local_operator("api")
 
     # -- feeding -------------------------------------------------------------------------------
     def enqueue(
@@ -52,6 +53,7 @@ class Queue:
         max_retries: int | None = None,
         timeout: float | None = None,
         idempotency_key: str | None = None,
+        queue: str | None = None,
     ) -> Job:
         """Add one job; durable when this returns. With an `idempotency_key` that a job holds
         already, that job is returned and nothing is added. A naive `run_at` is UTC."""
@@ -63,6 +65,7 @@ class Queue:
             "max_retries": max_retries,
             "timeout": timeout,
             "idempotency_key": idempotency_key,
+            "queue": queue,
         }
         spec = parse_job_spec({key: value for key, value in fields.items() if value is not None})
         return service.enqueue(self._store, self.settings, spec).job
@@ -81,8 +84,27 @@ class Queue:
     def retry(self, *job_ids: str) -> control.RetryOutcome:
         """Send dead jobs back to pending with a fresh retry budget: these, or every dead job
         when none is named."""
-        who = control.local_operator("api")
-        return control.retry_dead(self._store, list(job_ids) if job_ids else None, who)
+        return control.retry_dead(self._store, list(job_ids) if job_ids else None, self._operator)
+
+    # -- control (each in the audit trail, face "api") ------------------------------------------
+    def cancel(self, *job_ids: str) -> control.Report:
+        """Cancel jobs: waiting ones at once, running ones stopped by their pools."""
+        return control.cancel_jobs(self._store, list(job_ids), self._operator)
+
+    def delete(self, *job_ids: str) -> control.Report:
+        """Remove finished or waiting jobs with their attempts (running ones are refused)."""
+        return control.delete_jobs(self._store, list(job_ids), self._operator)
+
+    def pause(self, queue: str) -> None:
+        """No pool claims the queue's jobs until `resume`."""
+        control.set_paused(self._store, queue, True, self._operator)
+
+    def resume(self, queue: str) -> None:
+        control.set_paused(self._store, queue, False, self._operator)
+
+    def queues(self) -> list[QueueInfo]:
+        """Every queue with its depth, running jobs, pause and limit."""
+        return control.queue_overview(self._store)
 
     # -- watching ------------------------------------------------------------------------------
     def get(self, job_id: str) -> Job:

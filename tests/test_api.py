@@ -13,6 +13,7 @@ import pytest
 from queuectl_tui import Queue
 from queuectl_tui.errors import InvalidInput, NotFound
 from queuectl_tui.models import JobState
+from queuectl_tui.store import open_store
 
 from helpers import clean_env, wait_until
 
@@ -122,3 +123,20 @@ def test_importing_the_package_does_not_load_the_api() -> None:
     script = "import sys, queuectl_tui; print('queuectl_tui.api' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert result.stdout.strip() == "False"
+
+
+def test_a_program_controls_jobs_and_queues_and_is_in_the_audit_trail(tmp_path: Path) -> None:
+    with Queue(tmp_path / "q.db") as queue:
+        queue.enqueue("true", id="a", queue="reports")
+        queue.enqueue("true", id="b")
+        queue.pause("reports")
+        [reports] = [info for info in queue.queues() if info.name == "reports"]
+        assert reports.paused and reports.waiting == 1
+        assert queue.cancel("a", "ghost").missing == ["ghost"]
+        assert queue.get("a").state is JobState.CANCELLED
+        assert queue.delete("a").done == ["a"]
+        queue.resume("reports")
+        assert [job.id for job in queue.list()] == ["b"]
+    with open_store(str(tmp_path / "q.db")) as store:
+        actions = [(entry.face, entry.action) for entry in store.actions()]
+    assert actions == [("api", "resume"), ("api", "delete"), ("api", "cancel"), ("api", "pause")]

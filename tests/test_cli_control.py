@@ -85,3 +85,12 @@ def test_prune_dry_run_counts_and_prune_removes(run_cli: RunCli) -> None:
     done = run_cli("prune", "--state", "cancelled", "--older-than", "0s")
     assert done.stdout.startswith("Removed 1 cancelled job")
     assert json.loads(run_cli("list", "--json").stdout) == []
+
+
+def test_list_and_status_by_queue(run_cli: RunCli) -> None:
+    _enqueue(run_cli, id="a", command="true", queue="reports")
+    _enqueue(run_cli, id="b", command="true")
+    listed = json.loads(run_cli("list", "--queue", "reports", "--json").stdout)
+    assert [job["id"] for job in listed] == ["a"]
+    counts = json.loads(run_cli("status", "--queue", "default", "--json").stdout)
+    assert (counts["pending"], counts["total"]) == (1, 1)

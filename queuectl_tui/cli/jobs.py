@@ -13,7 +13,7 @@ from ..models import STATES, JobState
 
 # `render` (and rich with it) is imported by the commands that draw: enqueue and the
 # pool start without it.
-from .context import EXIT_USAGE, fail, guarded, open_store, print_json, state
+from .context import EXIT_USAGE, fail, guarded, open_store, print_json, queue_option, state
 
 
 def _read_lines(path: str) -> list[str]:
@@ -122,7 +122,10 @@ def list_jobs(
         "--state",
         "-s",
         metavar="STATE",
-        help="Only jobs in this state: pending, processing, completed, failed or dead.",
+        help="Only jobs in this state: pending, processing, completed, failed, dead or cancelled.",
+    ),
+    queue: str | None = typer.Option(
+        None, "--queue", "-q", metavar="NAME", help="Only jobs of this queue."
     ),
     limit: int = typer.Option(1000, "--limit", "-n", min=0, help="At most this many (0: all)."),
     newest: bool = typer.Option(False, "--newest", help="Newest first."),
@@ -130,11 +133,14 @@ def list_jobs(
 ) -> None:
     """List jobs in creation order.
 
-    Example: queuectl list --state pending
+    Example: queuectl list --state pending --queue reports
     """
     job_state = parse_state(state_name)
+    name = None if queue is None else queue_option(queue)
     with open_store(ctx) as store:
-        page = service.list_jobs(store, job_state, limit=row_limit(limit), newest_first=newest)
+        page = service.list_jobs(
+            store, job_state, limit=row_limit(limit), newest_first=newest, queue=name
+        )
     jobs, total = page.jobs, page.total
     if as_json:
         print_json([job.to_dict() for job in jobs])
@@ -174,14 +180,18 @@ def show(
 @guarded
 def status(
     ctx: typer.Context,
+    queue: str | None = typer.Option(
+        None, "--queue", "-q", metavar="NAME", help="Count the jobs of this queue only."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Jobs per state and the number of active workers.
 
     Example: queuectl status --json
     """
+    name = None if queue is None else queue_option(queue)
     with open_store(ctx) as store:
-        counts = service.queue_status(store)
+        counts = service.queue_status(store, name)
     if as_json:
         print_json(counts.to_dict())
         return

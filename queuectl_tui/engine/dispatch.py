@@ -212,14 +212,20 @@ class Dispatcher(threading.Thread):
     def _stop_cancelled(self, store: Store, now: float) -> None:
         """Stop the commands of runs an operator asked to cancel (their jobs then end
         cancelled: see lifecycle.after_attempt)."""
-        running = {slot.job.id: slot for slot in self.slots if slot.job and slot.run}
+        running = {
+            slot.job.id: slot
+            for slot in self.slots
+            if slot.job and slot.run and not slot.run.stopping
+        }
+        if not running:
+            return
         try:
             requested = store.cancel_requested(list(running))
         except StoreError:
             return  # looked for again at the next check
         for job_id in requested:
             slot = running[job_id]
-            if slot.run is not None:
+            if slot.run is not None:  # stopped once: a later look passes it by
                 events.event("cancel requested", job=job_id, worker=slot.worker_id)
                 slot.run.cancel(now, by_operator=True)
 

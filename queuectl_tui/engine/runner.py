@@ -171,6 +171,11 @@ class Run:
         if cgroup_parent() is not None:
             self._contain_at = now + CGROUP_AFTER
 
+    @property
+    def stopping(self) -> bool:
+        """Over, or being stopped early (timed out or cancelled)."""
+        return self.result is not None or self._reason is not None
+
     def cancel(self, now: float, by_operator: bool = False) -> None:
         """Stop the run: TERM to the group now, KILL after the grace period. A command that
         has already exited is left to finish normally: its result stands. The run ends

@@ -32,6 +32,7 @@ def test_a_cancelled_running_job_is_stopped_leaves_no_process_and_never_runs_aga
     assert job.last_error == "cancelled by an operator"
     wait_until(lambda: not process_alive(child), timeout=30, what="the job's child to go")
     assert pool.events("cancelled")[0]["job"] == job_id
+    assert len(pool.events("cancel requested")) == 1  # stopped once, however long it takes
     other = queue.enqueue("true", "after")
     queue.wait_state(other, JobState.COMPLETED, timeout=30)
     assert runs.read_text() == "run\n"  # ran once, never again
