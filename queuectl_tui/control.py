@@ -4,8 +4,6 @@ audit trail with who did it, from which face and host, and what it touched."""
 
 from __future__ import annotations
 
-import getpass
-import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -34,6 +32,9 @@ class Operator:
 
 def local_operator(face: str) -> Operator:
     """The operator at this machine: its OS user and host name."""
+    import getpass  # here: every command imports this module, few of them act
+    import socket
+
     try:
         user = getpass.getuser()
     except (KeyError, OSError):  # no name for this uid (a bare container)

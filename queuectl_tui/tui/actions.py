@@ -87,7 +87,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
         "P",
         "toggle_queue",
         "Pause queue",
-        "Pause or resume the selected job's queue (asks first)",
+        "Pause or resume the selected queue, or the selected job's (asks first)",
         TABLES,
         mutating=True,
         footer=False,
@@ -120,6 +120,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec(
         "d", "show_pane('dead')", "Dead letters", "Show the dead letter queue", GLOBAL, footer=False
     ),
+    ActionSpec("u", "show_pane('queues')", "Queues", "Show the queues pane", GLOBAL, footer=False),
     *(
         ActionSpec(
             str(index),
@@ -154,6 +155,8 @@ MUTATING = frozenset(spec.name for spec in ACTIONS if spec.mutating)
 NAMES = frozenset(spec.name for spec in ACTIONS)
 # About a table of jobs: refused on the Workers pane.
 TABLE_ACTIONS = frozenset(spec.name for spec in ACTIONS if spec.section == TABLES)
+# About a queue: allowed on the Queues pane too.
+QUEUE_ACTIONS = frozenset({"toggle_queue"})
 # Keys that are text: while an input has the focus they are typed into it, not run.
 TYPED = frozenset(
     spec.name for spec in ACTIONS if spec.keys != "escape" and not spec.keys.startswith("ctrl+")

@@ -48,6 +48,7 @@ from .widgets.columns import ColumnTable
 from .widgets.dead_table import DeadTable
 from .widgets.jobs_table import JobsTable
 from .widgets.keyed_table import KeyedTable
+from .widgets.queues_table import QueuesTable
 from .widgets.summary import SummaryBar, SummaryData
 from .widgets.workers_table import WorkersTable
 
@@ -60,7 +61,12 @@ FILTER_DELAY = 0.3
 QUIET_READ_EVERY = 5.0  # seconds between reads when the change feed reports nothing
 KEY_TIMEOUT = 1.0  # seconds: a key whose widget went away stops holding the keys after it
 STATE_TABS = actions.STATE_TABS
-PANE_TITLES = {Pane.JOBS: "Jobs", Pane.WORKERS: "Workers", Pane.DEAD: "Dead letters"}
+PANE_TITLES = {
+    Pane.JOBS: "Jobs",
+    Pane.WORKERS: "Workers",
+    Pane.DEAD: "Dead letters",
+    Pane.QUEUES: "Queues",
+}
 # Actions still allowed while a job's detail is open (modal dialogs allow none).
 DETAIL_ACTIONS = frozenset({"new_job", "help", "quit", "toggle_pause", "start_pool", "stop_pools"})
 
@@ -149,6 +155,9 @@ class QueueConsole(QueueOperations, JobControl, App[None]):
             with TabPane("Dead letters", id="dead"):
                 yield DeadTable(id="dead-table")
                 yield Static("", id="dead-status", classes="status")
+            with TabPane("Queues", id="queues"):
+                yield QueuesTable(id="queues-table")
+                yield Static("", id="queues-status", classes="status")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -257,7 +266,7 @@ class QueueConsole(QueueOperations, JobControl, App[None]):
     # -- reading --------------------------------------------------------------------------------
     def view_request(self) -> ViewRequest:
         pane = self.pane
-        if pane is Pane.WORKERS:
+        if not pane.lists_jobs:
             return ViewRequest(pane, page_size=self.page_size)
         return ViewRequest(
             pane,
@@ -271,7 +280,7 @@ class QueueConsole(QueueOperations, JobControl, App[None]):
     def view_changed(self) -> None:
         """The operator asked for other rows: empty the table until they land, and read."""
         pane = self.pane
-        if pane is not Pane.WORKERS and self._shown.get(pane) != self.view_request():
+        if pane.lists_jobs and self._shown.get(pane) != self.view_request():
             self._shown.pop(pane, None)
             self.table_for(pane).blank()
             status = Text("loading…", style="dim")
@@ -390,13 +399,13 @@ class QueueConsole(QueueOperations, JobControl, App[None]):
             return
         pane = request.pane
         table = self.table_for(pane)
-        if pane is not Pane.WORKERS and not snapshot.jobs and request.anchor is not None:
+        if pane.lists_jobs and not snapshot.jobs and request.anchor is not None:
             self.anchors[pane].pop()  # the page emptied under us: back one page
             self._pages_ahead[pane] = 0
             self._again = True
             return
         moved = self._shown.get(pane) != request
-        items = snapshot.workers if pane is Pane.WORKERS else snapshot.jobs
+        items = snapshot.items
         if moved:
             table.reset()
         table.show(items, now)
@@ -408,7 +417,7 @@ class QueueConsole(QueueOperations, JobControl, App[None]):
         self._shown[pane] = request
         self._more[pane] = snapshot.more_jobs
         self.update_status(snapshot)
-        if pane is not Pane.WORKERS and self._pages_ahead[pane]:
+        if pane.lists_jobs and self._pages_ahead[pane]:
             self._pages_ahead[pane] -= 1
             self.action_next_page()  # a ] pressed while this page was loading
 
@@ -440,6 +449,7 @@ class QueueConsole(QueueOperations, JobControl, App[None]):
             Pane.DEAD: Text.assemble(
                 ("d ", "dim"), "Dead letters", (f" {dead:,}", "bold red" if dead else "bold")
             ),
+            Pane.QUEUES: Text.assemble(("u ", "dim"), "Queues"),
         }
         for pane, label in labels.items():
             panes.get_tab(pane.value).label = label
@@ -456,6 +466,12 @@ class QueueConsole(QueueOperations, JobControl, App[None]):
             )
             if not snapshot.workers:
                 status.append(" · no workers yet: press s to start a pool", style="dim")
+        elif request.pane is Pane.QUEUES:
+            queues = snapshot.queues
+            paused = sum(1 for queue in queues if queue.paused)
+            status.append(f"{len(queues)} queue{'s' if len(queues) != 1 else ''}", style="bold")
+            status.append(f" · {paused} paused", style="bold yellow" if paused else "dim")
+            status.append(" · P pauses or resumes the selected queue", style="dim")
         else:
             page = request.page
             shown = len(snapshot.jobs)
@@ -491,8 +507,8 @@ class QueueConsole(QueueOperations, JobControl, App[None]):
             return action in DETAIL_ACTIONS
         if isinstance(self.focused, Input) and action in actions.TYPED:
             return False  # the key is text for the input
-        if self.pane is Pane.WORKERS and action in actions.TABLE_ACTIONS:
-            return False
+        if not self.pane.lists_jobs and action in actions.TABLE_ACTIONS:
+            return self.pane is Pane.QUEUES and action in actions.QUEUE_ACTIONS
         if action == "retry_all":  # "all shown": only where dead jobs are what is shown
             return self.view_request().job_state is JobState.DEAD
         if action == "clear_filter":
@@ -557,7 +573,7 @@ class QueueConsole(QueueOperations, JobControl, App[None]):
 
     def action_next_page(self) -> None:
         pane = self.pane
-        if pane is Pane.WORKERS:
+        if not pane.lists_jobs:
             return
         if self._shown.get(pane) != self.view_request():
             self._pages_ahead[pane] += 1  # taken when the page being read has landed
@@ -585,7 +601,7 @@ class QueueConsole(QueueOperations, JobControl, App[None]):
         self.view_changed()
 
     def action_first_page(self) -> None:
-        if self.pane is not Pane.WORKERS:
+        if self.pane.lists_jobs:
             self.anchors[self.pane] = [None]
             self._pages_ahead[self.pane] = 0
             self.view_changed()
@@ -671,7 +687,7 @@ class QueueConsole(QueueOperations, JobControl, App[None]):
 
     # -- jobs -----------------------------------------------------------------------------------
     def selected_job(self) -> Job | None:
-        if self.pane is Pane.WORKERS:
+        if not self.pane.lists_jobs:
             return None
         item = self.table_for(self.pane).selected_item()
         return item if isinstance(item, Job) else None

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
-from .. import service
-from ..models import ACTIVE_WORKER_STATUSES, Job, JobState, QueueCounts, Worker
+from .. import control, service
+from ..models import ACTIVE_WORKER_STATUSES, Job, JobState, QueueCounts, QueueInfo, Worker
 from ..store import Store
 
 MAX_WORKER_ROWS = 200
@@ -20,9 +21,15 @@ class Pane(str, Enum):
     JOBS = "jobs"
     WORKERS = "workers"
     DEAD = "dead"
+    QUEUES = "queues"
 
     def __str__(self) -> str:
         return self.value
+
+    @property
+    def lists_jobs(self) -> bool:
+        """A pane of jobs, paged and filtered (the others show every row they have)."""
+        return self in (Pane.JOBS, Pane.DEAD)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +59,16 @@ class Snapshot:
     jobs: list[Job] = field(default_factory=list)  # the page of the jobs or dead pane
     more_jobs: bool = False  # there is a page after this one
     workers: list[Worker] = field(default_factory=list)
+    queues: list[QueueInfo] = field(default_factory=list)
+
+    @property
+    def items(self) -> list[Any]:
+        """The rows of the pane asked for."""
+        if self.request.pane is Pane.WORKERS:
+            return self.workers
+        if self.request.pane is Pane.QUEUES:
+            return self.queues
+        return self.jobs
 
 
 def read_snapshot(
@@ -67,6 +84,8 @@ def read_snapshot(
     snapshot = Snapshot(request, token, counts, completed, failed)
     if request.pane is Pane.WORKERS:
         snapshot.workers = ordered_workers(service.all_workers(store))
+    elif request.pane is Pane.QUEUES:
+        snapshot.queues = control.queue_overview(store)
     else:
         jobs = service.find_jobs(
             store,

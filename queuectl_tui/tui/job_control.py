@@ -13,8 +13,9 @@ from textual import work
 
 from .. import control
 from ..display import printable
-from ..models import FINISHED_STATES, Job, JobState
+from ..models import FINISHED_STATES, Job, JobState, QueueInfo
 from ..store import StoreError
+from .data import Pane
 from .screens.confirm import ConfirmScreen
 
 if TYPE_CHECKING:
@@ -151,6 +152,15 @@ class JobControl:
 
     # -- the selected job's queue -------------------------------------------------------------
     def action_toggle_queue(self: QueueConsole) -> None:  # type: ignore[misc]
+        if self.pane is Pane.QUEUES:
+            if self.refuse_readonly():
+                return
+            queue = self.table_for(Pane.QUEUES).selected_item()
+            if isinstance(queue, QueueInfo):
+                self.ask_about_queue(queue.name)
+            else:
+                self.notify("Select a queue first.", severity="warning")
+            return
         job = self._selected_for("pause or resume the queue of")
         if job is not None:
             self.ask_about_queue(job.queue)

@@ -125,3 +125,27 @@ async def test_read_only_refuses_every_control_key(make_console, demo_store, set
             await settle(pilot)
             assert not isinstance(app.screen, ConfirmScreen)
         assert demo_store.actions() == []
+
+
+async def test_the_queues_pane_lists_queues_and_shift_p_pauses_the_selected_one(
+    make_console, demo_store, settle
+) -> None:
+    from helpers import spec
+
+    demo_store.enqueue(spec(id="nightly", queue="reports"), 3, 1)
+    app = make_console()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("u")
+        await settle(pilot)
+        table = app.table_for(Pane.QUEUES)
+        assert table.keys == ["default", "reports"]
+        await pilot.press("down", "P")
+        await settle(pilot)
+        assert app.screen.title_text == "Pause queue reports?"
+        assert "1 waiting job" in app.screen.message.plain
+        await _answer_yes(pilot, settle)
+        assert [q.paused for q in demo_store.queues(0)] == [False, True]
+        await pilot.press("c")  # a job's action: not on this pane
+        await settle(pilot)
+        assert not isinstance(app.screen, ConfirmScreen)

@@ -65,3 +65,8 @@ def test_enqueue_form_with_error(snap_compare, make_console, settle) -> None:
 def test_help(snap_compare, make_console, settle) -> None:
     app = make_console()
     assert snap_compare(app, terminal_size=(100, 30), run_before=_before(settle, "question_mark"))
+
+
+def test_queues_pane(snap_compare, make_console, settle) -> None:
+    app = make_console()
+    assert snap_compare(app, terminal_size=(100, 30), run_before=_before(settle, "u"))
