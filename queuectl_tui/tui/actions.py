@@ -93,6 +93,15 @@ ACTIONS: tuple[ActionSpec, ...] = (
         footer=False,
     ),
     ActionSpec(
+        "L",
+        "limit_queue",
+        "Limit queue",
+        "Set how many of the selected queue's jobs may run at once",
+        TABLES,
+        mutating=True,
+        footer=False,
+    ),
+    ActionSpec(
         "R",
         "retry_all",
         "Retry all",
@@ -110,6 +119,15 @@ ACTIONS: tuple[ActionSpec, ...] = (
         "Ask every worker pool to stop (asks first)",
         GLOBAL,
         mutating=True,
+    ),
+    ActionSpec(
+        "K",
+        "prune",
+        "Prune",
+        "Remove finished jobs older than an age (asks first, with the count)",
+        GLOBAL,
+        mutating=True,
+        footer=False,
     ),
     ActionSpec("p", "toggle_pause", "Pause", "Pause or resume live updates", GLOBAL),
     ActionSpec("q", "quit", "Quit", "Leave the console (worker pools keep running)", GLOBAL),
@@ -156,7 +174,7 @@ NAMES = frozenset(spec.name for spec in ACTIONS)
 # About a table of jobs: refused on the Workers pane.
 TABLE_ACTIONS = frozenset(spec.name for spec in ACTIONS if spec.section == TABLES)
 # About a queue: allowed on the Queues pane too.
-QUEUE_ACTIONS = frozenset({"toggle_queue"})
+QUEUE_ACTIONS = frozenset({"toggle_queue", "limit_queue"})
 # Keys that are text: while an input has the focus they are typed into it, not run.
 TYPED = frozenset(
     spec.name for spec in ACTIONS if spec.keys != "escape" and not spec.keys.startswith("ctrl+")

@@ -13,10 +13,13 @@ from textual import work
 
 from .. import control
 from ..display import printable
+from ..errors import InvalidInput
 from ..models import FINISHED_STATES, Job, JobState, QueueInfo
 from ..store import StoreError
 from .data import Pane
 from .screens.confirm import ConfirmScreen
+from .screens.prune import PruneChoice, PruneScreen
+from .screens.queue_limit import NO_LIMIT, QueueLimitScreen
 
 if TYPE_CHECKING:
     from .app import QueueConsole
@@ -198,6 +201,92 @@ class JobControl:
                 self.set_queue_paused(name, not paused)
 
         self.push_screen(ConfirmScreen(title, message, label), answered)
+
+    def action_limit_queue(self: QueueConsole) -> None:  # type: ignore[misc]
+        if self.refuse_readonly():
+            return
+        queue = self.table_for(Pane.QUEUES).selected_item() if self.pane is Pane.QUEUES else None
+        if not isinstance(queue, QueueInfo):
+            self.notify("Select a queue on the Queues pane (u) first.", severity="warning")
+            return
+        name = queue.name
+
+        def chosen(limit: int | None) -> None:
+            if limit is not None:
+                self.set_queue_limit(name, None if limit == NO_LIMIT else limit)
+
+        self.push_screen(QueueLimitScreen(name, queue.max_running), chosen)
+
+    @work(thread=True, group="write")
+    def set_queue_limit(self: QueueConsole, name: str, limit: int | None) -> None:
+        try:
+            control.set_limit(self.writer, name, limit, self.operator)
+        except (StoreError, InvalidInput) as error:
+            self.deliver(self.notify, str(error), severity="error", markup=False)
+            return
+        shown = printable(name, single_line=True)
+        words = "has no limit" if limit is None else f"runs at most {limit} at once"
+        self.deliver(self.notify, f"Queue {shown} {words}.", markup=False)
+        self.deliver(self.poll, True)
+
+    # -- prune ----------------------------------------------------------------------------------
+    def action_prune(self: QueueConsole) -> None:  # type: ignore[misc]
+        if self.refuse_readonly():
+            return
+
+        def chosen(choice: PruneChoice | None) -> None:
+            if choice is not None:
+                dialog = ConfirmScreen(
+                    "Prune finished jobs?", Text("Counting them…", style="dim"), "Prune", True
+                )
+
+                def answered(yes: bool | None) -> None:
+                    if yes:
+                        self.prune_jobs(choice)
+
+                self.push_screen(dialog, answered)
+                self.count_prunable(dialog, choice)
+
+        self.push_screen(PruneScreen(), chosen)
+
+    @work(thread=True, group="read-once")
+    def count_prunable(self: QueueConsole, dialog: ConfirmScreen, choice: PruneChoice) -> None:
+        try:
+            count = control.prune(self.reader, choice.states, choice.older_than_ms, None, True)
+        except StoreError as error:
+            self.deliver(dialog.dismiss, False)
+            self.deliver(self.notify, str(error), severity="error", markup=False)
+            return
+        self.deliver(self.ask_prune, dialog, choice, count)
+
+    def ask_prune(  # type: ignore[misc]
+        self: QueueConsole, dialog: ConfirmScreen, choice: PruneChoice, count: int
+    ) -> None:
+        if not dialog.is_attached:
+            return  # answered no while counting
+        names = " or ".join(state.value for state in choice.states)
+        if count == 0:
+            dialog.dismiss(False)
+            self.notify(f"No {names} job finished more than {choice.older_than} ago.")
+            return
+        noun = "job" if count == 1 else "jobs"
+        message = Text(
+            f"Removes {count:,} {names} {noun} that finished more than {choice.older_than} "
+            "ago, with their attempts and output. "
+        )
+        message.append("This cannot be undone.", style="bold")
+        dialog.ask(f"Prune {count:,} {noun}?", message, f"Prune {count:,}")
+
+    @work(thread=True, group="write")
+    def prune_jobs(self: QueueConsole, choice: PruneChoice) -> None:
+        try:
+            removed = control.prune(self.writer, choice.states, choice.older_than_ms, self.operator)
+        except StoreError as error:
+            self.deliver(self.notify, str(error), severity="error", markup=False)
+            return
+        noun = "job" if removed == 1 else "jobs"
+        self.deliver(self.notify, f"Removed {removed:,} finished {noun}.", markup=False)
+        self.deliver(self.poll, True)
 
     @work(thread=True, group="write")
     def set_queue_paused(self: QueueConsole, name: str, paused: bool) -> None:

@@ -149,3 +149,60 @@ async def test_the_queues_pane_lists_queues_and_shift_p_pauses_the_selected_one(
         await pilot.press("c")  # a job's action: not on this pane
         await settle(pilot)
         assert not isinstance(app.screen, ConfirmScreen)
+
+
+async def test_shift_l_sets_and_lifts_the_selected_queue_s_limit(
+    make_console, demo_store, settle
+) -> None:
+    from queuectl_tui.tui.screens.queue_limit import QueueLimitScreen
+
+    app = make_console()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("u")
+        await settle(pilot)
+        await pilot.press("L")
+        await settle(pilot)
+        assert isinstance(app.screen, QueueLimitScreen)
+        await pilot.press("shift+tab", "ctrl+a", "ctrl+k", *"0", "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, QueueLimitScreen)  # 0 is refused, beside the field
+        await pilot.press("ctrl+a", "ctrl+k", *"2", "enter")
+        await settle(pilot)
+        [queue] = demo_store.queues(0)
+        assert queue.max_running == 2
+        await pilot.press("L")
+        await settle(pilot)
+        await pilot.press("shift+tab", "ctrl+a", "ctrl+k", *"none", "enter")
+        await settle(pilot)
+        [queue] = demo_store.queues(0)
+        assert queue.max_running is None
+        assert [e.subject for e in demo_store.actions()] == [
+            "default max_running=none",
+            "default max_running=2",
+        ]
+
+
+async def test_shift_k_prunes_after_saying_how_many_jobs_go(
+    make_console, demo_store, settle
+) -> None:
+    from queuectl_tui.tui.screens.prune import PruneScreen
+
+    completed = demo_store.counts()[JobState.COMPLETED]
+    app = make_console()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("K")
+        await settle(pilot)
+        assert isinstance(app.screen, PruneScreen)
+        await pilot.press("shift+tab", "ctrl+a", "ctrl+k", *"1s", "enter")  # the age field
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, ConfirmScreen)
+        assert dialog.title_text == f"Prune {completed:,} jobs?"
+        await pilot.press("y")
+        await settle(pilot)
+        assert demo_store.counts()[JobState.COMPLETED] == 0
+        assert demo_store.counts()[JobState.DEAD] > 0  # not asked for
+        [entry] = demo_store.actions()
+        assert (entry.face, entry.action, entry.touched) == ("console", "prune", completed)
