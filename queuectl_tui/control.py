@@ -78,17 +78,22 @@ def _report(
     )
 
 
-def cancel_jobs(store: Store, ids: Sequence[str], who: Operator) -> Report:
+def cancel_jobs(
+    store: Store, ids: Sequence[str], who: Operator, subject: str | None = None
+) -> Report:
     """Waiting jobs end cancelled at once; running ones are stopped by their pools and end
-    cancelled (within a second); finished ones are left as they are."""
-    result = store.cancel(ids, now_ms(), who.action("cancel", describe_ids(ids)))
+    cancelled (within a second); finished ones are left as they are. `subject` words what
+    the operator gave (a filter) for the audit trail; by default, the ids."""
+    result = store.cancel(ids, now_ms(), who.action("cancel", subject or describe_ids(ids)))
     return _report(store, ids, result.cancelled, result.requested)
 
 
-def retry_jobs(store: Store, ids: Sequence[str], who: Operator) -> Report:
+def retry_jobs(
+    store: Store, ids: Sequence[str], who: Operator, subject: str | None = None
+) -> Report:
     """Dead and cancelled jobs back to pending with a fresh retry budget; failed ones that
     wait out a backoff ready now, their attempts kept."""
-    result = store.retry(ids, now_ms(), who.action("retry", describe_ids(ids)))
+    result = store.retry(ids, now_ms(), who.action("retry", subject or describe_ids(ids)))
     return _report(store, ids, [*result.fresh, *result.ready])
 
 
@@ -109,10 +114,17 @@ def retry_dead(store: Store, job_ids: Sequence[str] | None, who: Operator) -> Re
     return RetryOutcome(retried, [job_id for job_id, _ in report.unchanged], report.missing)
 
 
-def delete_jobs(store: Store, ids: Sequence[str], who: Operator) -> Report:
+def delete_jobs(
+    store: Store,
+    ids: Sequence[str],
+    who: Operator,
+    subject: str | None = None,
+    state: JobState | None = None,
+) -> Report:
     """Remove jobs with their attempts and output; a running job is refused (cancel it
-    first)."""
-    deleted = store.delete(ids, now_ms(), who.action("delete", describe_ids(ids)))
+    first). With `state` (a delete by filter), only jobs still in that state go."""
+    action = who.action("delete", subject or describe_ids(ids))
+    deleted = store.delete(ids, now_ms(), action, state)
     return _report(store, ids, deleted)
 
 
@@ -145,15 +157,17 @@ def prune(
     older_than_ms: int,
     who: Operator | None,
     dry_run: bool = False,
+    before: int | None = None,
 ) -> int:
     """Remove the jobs in `states` (finished ones only) that finished more than
-    `older_than_ms` ago, in small transactions. With `dry_run`, count them only. `who` is
-    None for a pool's own retention, which is not an operator's action."""
+    `older_than_ms` ago (or before `before`, epoch ms, when given: a count and the prune it
+    announced then agree), in small transactions. With `dry_run`, count them only."""
     for state in states:
         if state not in PRUNABLE_STATES:
             allowed = ", ".join(s.value for s in PRUNABLE_STATES)
             raise InvalidInput(f"only finished jobs are pruned ({allowed}), not {state.value}")
-    before = now_ms() - older_than_ms
+    if before is None:
+        before = now_ms() - older_than_ms
     if dry_run:
         return sum(store.count_prunable(state, before) for state in states)
     removed = 0

@@ -25,6 +25,8 @@ def _enqueue(run_cli: RunCli, **job: object) -> None:
         (("prune", "--older-than", "7d"), "give the states to prune"),
         (("queue", "limit", "reports", "many"), "N must be a number of jobs or 'none'"),
         (("queue", "limit", "reports", "0"), "limit must be 1 to"),
+        (("queue", "limit", "reports", "\u00b2"), "N must be a number of jobs or 'none'"),
+        (("prune", "--state", "dead", "--older-than", "\u00b2d"), "not a duration"),
         (("queue", "pause", "no spaces"), "must be a queue name"),
         (("worker", "start", "--queue", "a/b"), "--queue must be a queue name"),
         (("enqueue", '{"command":"true","queue":""}'), "field 'queue' must be a queue name"),

@@ -152,3 +152,13 @@ def test_every_action_leaves_an_audit_line(store: Store) -> None:
         "retry",
         "cancel",
     ]
+
+
+def test_a_delete_by_filter_spares_a_job_that_left_the_state_meanwhile(store: Store) -> None:
+    store.enqueue_many([spec(id="a", max_retries=0), spec(id="b", max_retries=0)], 3, NOW)
+    for worker in ("w1", "w2"):
+        settle(store, claim(store, worker), Outcome.FAILED, exit_code=1)  # both dead
+    listed = [job.id for job in store.list_jobs(JobState.DEAD)]
+    store.retry_dead(["a"], NOW + 5)  # retried between the listing and the delete
+    assert store.delete(listed, NOW + 6, WHO, JobState.DEAD) == ["b"]
+    assert store.get("a").state is JobState.PENDING

@@ -70,7 +70,7 @@ def cancel(
     """
     ids, by_filter = _chosen(ctx, job_ids, state_name, queue, search)
     with open_store(ctx) as store:
-        report = control.cancel_jobs(store, ids, control.local_operator(CLI))
+        report = control.cancel_jobs(store, ids, control.local_operator(CLI), by_filter)
     for job_id in report.done:
         print(f"Job {job_id} cancelled")
     for job_id in report.pending_stop:
@@ -94,7 +94,7 @@ def retry(
     ids, by_filter = _chosen(ctx, job_ids, state_name, queue, search)
     with open_store(ctx) as store:
         before = store.job_states(ids)
-        report = control.retry_jobs(store, ids, control.local_operator(CLI))
+        report = control.retry_jobs(store, ids, control.local_operator(CLI), by_filter)
     for job_id in report.done:
         if before.get(job_id) is JobState.FAILED:
             print(f"Job {job_id} is ready to run now")
@@ -117,7 +117,9 @@ def delete(
     """
     ids, by_filter = _chosen(ctx, job_ids, state_name, queue, search)
     with open_store(ctx) as store:
-        report = control.delete_jobs(store, ids, control.local_operator(CLI))
+        who = control.local_operator(CLI)
+        state = None if by_filter is None else parse_state(state_name)
+        report = control.delete_jobs(store, ids, who, by_filter, state)
     for job_id in report.done:
         print(f"Job {job_id} deleted")
     _finish(report, "a running job is not deleted; cancel it first", by_filter)

@@ -84,7 +84,7 @@ def limit(
     name = queue_option(name, "NAME")
     if count.lower() == "none":
         chosen = None
-    elif count.isdigit() and len(count) <= 9:
+    elif count.isascii() and count.isdigit() and len(count) <= 9:
         chosen = int(count)
     else:
         fail(f"N must be a number of jobs or 'none', not {count!r}", EXIT_USAGE)

@@ -116,6 +116,7 @@ class Dispatcher(threading.Thread):
         self._in_line = False  # waiting for the write turn behind another process's write
         self._cancelled = False
         self._cancel_check_at = 0.0
+        self._told: set[Run] = set()  # runs stopped for an operator's cancel already
         self._turns = 0
         # When the loop last came round (monotonic): the pool's heartbeat follows it, so a
         # dispatcher that hangs looks stale. The loop wakes at least every `_turn_at_least`.
@@ -215,7 +216,7 @@ class Dispatcher(threading.Thread):
         running = {
             slot.job.id: slot
             for slot in self.slots
-            if slot.job and slot.run and not slot.run.stopping
+            if slot.job and slot.run and not slot.run.stopping and slot.run not in self._told
         }
         if not running:
             return
@@ -228,8 +229,10 @@ class Dispatcher(threading.Thread):
             if slot.run is not None:  # stopped once: a later look passes it by
                 events.event("cancel requested", job=job_id, worker=slot.worker_id)
                 slot.run.cancel(now, by_operator=True)
+                self._told.add(slot.run)
 
     def _finished(self, run: Run) -> None:
+        self._told.discard(run)
         slot = self._by_run.pop(id(run))
         result = run.result
         assert result is not None

@@ -235,6 +235,7 @@ class Pool:
         retention = Retention(lambda: open_store(path), settings)
         if retention.needed:
             retention.start()
+            events.event("retention", removes_after_days=retention.describe())
         events.event(
             "pool started",
             pool=self.pool_id,

@@ -47,6 +47,10 @@ class Retention(threading.Thread):
     def needed(self) -> bool:
         return bool(self._kept)
 
+    def describe(self) -> str:
+        """'completed 7, cancelled 7': which finished jobs go after how many days."""
+        return ", ".join(f"{state.value} {days:g}" for state, days in self._kept.items())
+
     def stop(self) -> None:
         self._halt.set()
 

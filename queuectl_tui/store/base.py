@@ -289,8 +289,15 @@ class Store(ABC):
         out their backoff ready now. Others are left alone."""
 
     @abstractmethod
-    def delete(self, job_ids: Sequence[str], now: int, action: Action) -> list[str]:
-        """Remove these jobs with their attempts, except running ones. Returns those removed."""
+    def delete(
+        self,
+        job_ids: Sequence[str],
+        now: int,
+        action: Action,
+        state: JobState | None = None,
+    ) -> list[str]:
+        """Remove these jobs with their attempts, except running ones (and, with `state`,
+        those no longer in it: a delete by filter). Returns those removed."""
 
     @abstractmethod
     def prune(self, state: JobState, before: int, limit: int) -> int:

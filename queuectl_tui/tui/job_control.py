@@ -252,7 +252,9 @@ class JobControl:
     @work(thread=True, group="read-once")
     def count_prunable(self: QueueConsole, dialog: ConfirmScreen, choice: PruneChoice) -> None:
         try:
-            count = control.prune(self.reader, choice.states, choice.older_than_ms, None, True)
+            count = control.prune(
+                self.reader, choice.states, 0, None, dry_run=True, before=choice.before
+            )
         except StoreError as error:
             self.deliver(dialog.dismiss, False)
             self.deliver(self.notify, str(error), severity="error", markup=False)
@@ -280,7 +282,9 @@ class JobControl:
     @work(thread=True, group="write")
     def prune_jobs(self: QueueConsole, choice: PruneChoice) -> None:
         try:
-            removed = control.prune(self.writer, choice.states, choice.older_than_ms, self.operator)
+            removed = control.prune(
+                self.writer, choice.states, 0, self.operator, before=choice.before
+            )
         except StoreError as error:
             self.deliver(self.notify, str(error), severity="error", markup=False)
             return

@@ -44,8 +44,8 @@ def exchange(
             touch = touched.setdefault(settlement.job.worker_id or "", _WorkerTouch())
             if settlement.outcome is Outcome.COMPLETED:
                 touch.done += 1
-            elif settlement.outcome in FAILED_OUTCOMES:
-                touch.failed += 1
+            elif settlement.outcome in FAILED_OUTCOMES and result.state is not JobState.CANCELLED:
+                touch.failed += 1  # a run that failed once cancelled was asked for is neither
     claimed: dict[str, Job] = {}
     workers = _active_workers(conn, claimants)
     open_queues = claimable_queues(conn, queues) if workers else {}

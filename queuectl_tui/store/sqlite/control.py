@@ -51,8 +51,17 @@ def retry(conn: sqlite3.Connection, ids: Sequence[str], now: int, action: Action
     return RetryResult(fresh, ready)
 
 
-def delete(conn: sqlite3.Connection, ids: Sequence[str], now: int, action: Action) -> list[str]:
-    deleted = _among(conn, "delete_among", ids)
+def delete(
+    conn: sqlite3.Connection,
+    ids: Sequence[str],
+    now: int,
+    action: Action,
+    state: JobState | None = None,
+) -> list[str]:
+    if state is None:
+        deleted = _among(conn, "delete_among", ids)
+    else:
+        deleted = _among(conn, "delete_in_state_among", ids, state.value)
     record(conn, action, len(deleted), now)
     return deleted
 

@@ -250,8 +250,16 @@ class SQLiteStore(Store):
     def retry(self, job_ids: Sequence[str], now: int, action: Action) -> RetryResult:
         return self._db.write(lambda conn: control.retry(conn, job_ids, now, action), durable=True)
 
-    def delete(self, job_ids: Sequence[str], now: int, action: Action) -> list[str]:
-        return self._db.write(lambda conn: control.delete(conn, job_ids, now, action), durable=True)
+    def delete(
+        self,
+        job_ids: Sequence[str],
+        now: int,
+        action: Action,
+        state: JobState | None = None,
+    ) -> list[str]:
+        return self._db.write(
+            lambda conn: control.delete(conn, job_ids, now, action, state), durable=True
+        )
 
     def prune(self, state: JobState, before: int, limit: int) -> int:
         batch = min(limit, CHUNK)

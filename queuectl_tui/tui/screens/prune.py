@@ -14,7 +14,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Static
 
 from ...models import FINISHED_STATES, JobState
-from ...timeutil import parse_duration
+from ...timeutil import now_ms, parse_duration
 from .forms import Field, FormScreen
 
 
@@ -23,6 +23,7 @@ class PruneChoice:
     states: tuple[JobState, ...]
     older_than: str  # as typed, for the messages
     older_than_ms: int
+    before: int  # the cutoff (epoch ms), fixed when the form was filled in: count = prune
 
 
 def parse_states(text: str) -> tuple[JobState, ...]:
@@ -73,4 +74,4 @@ class PruneScreen(FormScreen[PruneChoice]):
             age_field.set_error(str(error))
             ok = False
         if ok:
-            self.dismiss(PruneChoice(states, age_field.value.strip(), age))
+            self.dismiss(PruneChoice(states, age_field.value.strip(), age, now_ms() - age))

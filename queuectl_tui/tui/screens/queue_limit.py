@@ -22,7 +22,7 @@ def parse_limit(text: str) -> int:
     value = text.strip().lower()
     if value in ("", "none"):
         return NO_LIMIT
-    if not value.isdigit() or not 1 <= int(value) <= MAX_QUEUE_LIMIT:
+    if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= MAX_QUEUE_LIMIT:
         raise ValueError(f"must be 1 to {MAX_QUEUE_LIMIT:,}, or none")
     return int(value)
 

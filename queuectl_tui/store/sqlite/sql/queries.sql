@@ -142,6 +142,11 @@ SELECT id, state FROM jobs WHERE id IN (?, ...)
 DELETE FROM jobs WHERE state <> 'processing' AND id IN (?, ...)
 RETURNING id
 
+-- name: delete_in_state_among
+-- A delete by filter: only jobs still in the state the filter named.
+DELETE FROM jobs WHERE state <> 'processing' AND state = ? AND id IN (?, ...)
+RETURNING id
+
 -- name: prunable
 -- The oldest finished jobs of a state, a batch at a time (jobs_finished).
 SELECT seq FROM jobs INDEXED BY jobs_finished
