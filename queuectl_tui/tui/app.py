@@ -705,7 +705,7 @@ class QueueConsole(QueueOperations, JobControl, App[None]):
                 self.action_open_job()
 
     def open_job(self, job_id: str) -> None:
-        retry = None if self.readonly else self.retry_one
+        retry = None if self.readonly else self.ask_retry
         self.push_screen(
             JobDetailScreen(self.reader, job_id, self.clock, self.refresh_seconds, retry)
         )

@@ -135,7 +135,28 @@ class JobControl:
                 markup=False,
             )
             return
-        self.retry_now([job.id], job.state)
+        self.ask_retry(job)
+
+    def ask_retry(self: QueueConsole, job: Job) -> None:  # type: ignore[misc]
+        """Ask, naming the job and what a retry does to it, then retry it."""
+        if job.state is JobState.FAILED:
+            message = Text(
+                f"It waits out its backoff ({job.attempts} of {job.max_retries + 1} attempts "
+                "spent): it runs now, its attempts kept."
+            )
+            label = "Run now"
+        else:
+            message = Text(
+                f"It is {job.state.value}: it goes back to pending with a fresh retry budget; "
+                "its history is kept."
+            )
+            label = "Retry"
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.retry_now([job.id], job.state)
+
+        self.push_screen(ConfirmScreen(f"Retry job {_name(job.id)}?", message, label), answered)
 
     @work(thread=True, group="write")
     def retry_now(self: QueueConsole, job_ids: list[str], was: JobState) -> None:

@@ -57,9 +57,6 @@ class QueueOperations:
         """Called from the form's thread worker."""
         return service.enqueue(self.writer, self.settings, spec).job
 
-    def retry_one(self: QueueConsole, job_id: str) -> None:  # type: ignore[misc]
-        self.retry_jobs([job_id])
-
     @work(thread=True, group="write")
     def retry_jobs(self: QueueConsole, job_ids: list[str]) -> None:
         try:

@@ -41,6 +41,11 @@ async def test_dead_letter_retry_by_keyboard(make_console, demo_store, settle) -
         assert table.keys == ["sync-crm", "video-encode-9", "hostile-output", "backup-db"]
         await pilot.press("down", "r")
         await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, ConfirmScreen) and "video-encode-9" in dialog.title_text
+        assert "fresh retry budget" in dialog.message.plain
+        await pilot.press("y")
+        await settle(pilot)
         assert demo_store.get("video-encode-9").state is JobState.PENDING
         assert demo_store.get("sync-crm").state is JobState.DEAD
         assert "video-encode-9" not in table.keys  # the pane follows the database

@@ -89,6 +89,9 @@ async def test_r_runs_a_failed_job_now(make_console, demo_store, settle) -> None
         attempts = demo_store.get(job_id).attempts
         await pilot.press("r")
         await settle(pilot)
+        assert "it runs now, its attempts kept" in app.screen.message.plain
+        await pilot.press("y")
+        await settle(pilot)
         job = demo_store.get(job_id)
         assert job.state is JobState.FAILED and job.attempts == attempts
         assert job.run_at <= demo_store.actions()[0].at  # ready from the moment it was asked
@@ -206,3 +209,20 @@ async def test_shift_k_prunes_after_saying_how_many_jobs_go(
         assert demo_store.counts()[JobState.DEAD] > 0  # not asked for
         [entry] = demo_store.actions()
         assert (entry.face, entry.action, entry.touched) == ("console", "prune", completed)
+
+
+async def test_r_in_a_dead_job_s_detail_asks_then_retries(make_console, demo_store, settle) -> None:
+    app = make_console()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("d")
+        await settle(pilot)
+        job_id = app.table_for(Pane.DEAD).selected_key
+        await pilot.press("enter")
+        await settle(pilot)
+        await pilot.press("r")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen) and job_id in app.screen.title_text
+        await pilot.press("y")
+        await settle(pilot)
+        assert demo_store.get(job_id).state is JobState.PENDING

@@ -88,7 +88,7 @@ class JobDetailScreen(Screen[None]):
         job_id: str,
         clock: Callable[[], int],
         refresh_seconds: float,
-        retry: Callable[[str], None] | None,
+        retry: Callable[[Job], None] | None,
     ) -> None:
         super().__init__()
         self.store = store
@@ -274,7 +274,7 @@ class JobDetailScreen(Screen[None]):
 
     def action_retry(self) -> None:
         if self.retry is not None and self.job is not None and self.job.state is JobState.DEAD:
-            self.retry(self.job.id)
+            self.retry(self.job)
 
     def action_focus_output(self) -> None:
         self.query_one("#output-scroll").focus()
