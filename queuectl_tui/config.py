@@ -18,10 +18,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigurationError
+from .errors import ConfigurationError, InvalidInput
 from .files import DEFAULT_FILE_MODE, create_exclusive
 from .lifecycle import RetryPolicy
 from .location import normalise, scheme
+from .models import queue_name
 
 DEFAULT_CONFIG_FILE = "config.json"
 ENV_DB = "QUEUECTL_DB"
@@ -146,6 +147,14 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "days a running pool keeps cancelled jobs before removing them (0: keep them all)",
     ),
     SettingSpec(
+        "queue_limits",
+        str,
+        None,
+        None,
+        "limits on running jobs per queue, as NAME=N,NAME=N; each pool sets them as it starts "
+        "(the same as `queue limit NAME N`)",
+    ),
+    SettingSpec(
         "keep_dead_days",
         float,
         0.0,
@@ -180,6 +189,7 @@ class Settings:
     keep_completed_days: float = 7.0
     keep_cancelled_days: float = 7.0
     keep_dead_days: float = 0.0
+    queue_limits: str = ""  # "reports=2,emails=5": set by each pool as it starts
     # Where the settings came from; not settings themselves.
     config_file: str | None = None
 
@@ -212,11 +222,33 @@ def setting_spec(name: str) -> SettingSpec:
     return spec
 
 
+def parse_queue_limits(text: str) -> dict[str, int]:
+    """'reports=2, emails=5' as {'reports': 2, 'emails': 5}; ConfigError names what is wrong."""
+    limits: dict[str, int] = {}
+    for part in (piece.strip() for piece in text.split(",")):
+        if not part:
+            continue
+        name, _, count = part.partition("=")
+        name, count = name.strip(), count.strip()
+        try:
+            queue_name(name, "queue_limits", f"queue-limits: {name!r}")
+        except InvalidInput as error:
+            raise ConfigError(str(error)) from None
+        if not (count.isascii() and count.isdigit()) or not 1 <= int(count) <= 100_000:
+            raise ConfigError(
+                f"queue-limits: the limit of {name!r} must be 1 to 100,000, not {count!r}"
+            )
+        limits[name] = int(count)
+    return limits
+
+
 def coerce(spec: SettingSpec, value: Any) -> Any:
     """Check one value (a JSON value or command-line text) against its setting."""
     if spec.kind is str:
         if not isinstance(value, str) or not value.strip():
             raise ConfigError(f"{spec.cli_name} must be a non-empty string")
+        if spec.key == "queue_limits":
+            parse_queue_limits(value)  # refused here, not when a pool starts
         return value
     if isinstance(value, str):
         text = value.strip()

@@ -34,9 +34,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..config import Settings
+from ..config import Settings, parse_queue_limits
 from ..files import open_for_append
-from ..models import ACTIVE_WORKER_STATUSES, Job, JobState, Worker, WorkerStatus
+from ..models import ACTIVE_WORKER_STATUSES, Action, Job, JobState, Worker, WorkerStatus
 from ..store import Store, StoreError, StoreOptions, open_store
 from ..timeutil import human_seconds, now_ms, to_iso
 from . import events, procfs
@@ -228,6 +228,7 @@ class Pool:
         self._database_identity = _file_identity(path)
         # Predecessors first: a dead pool that had our pid used our worker ids.
         self._reap(store, startup=True)
+        self._apply_queue_limits(store)
         with contextlib.suppress(StoreError):
             store.prune_workers(self.started_at - PRUNE_AFTER_MS)
         dispatcher = self._start_dispatcher(store)
@@ -577,6 +578,22 @@ class Pool:
                 os.killpg(pid, signal.SIGKILL)
         self._recover(store, dispatcher.worker_ids)
 
+    def _apply_queue_limits(self, store: Store) -> None:
+        """Set the limits the queue-limits setting names, where the store holds others (every
+        pool then obeys them; the audit trail says the config set them)."""
+        wanted = parse_queue_limits(self.settings.queue_limits)
+        if not wanted:
+            return
+        now = now_ms()
+        held = {queue.name: queue.max_running for queue in store.queues(now)}
+        for name, limit in wanted.items():
+            if held.get(name) != limit:
+                action = Action(
+                    "config", _os_user(), self.host, "limit", f"{name} max_running={limit}"
+                )
+                store.set_queue_limit(name, limit, now, action)
+                events.event("queue limit set", queue=name, max_running=limit, by="queue-limits")
+
     def _begin_stop(self, store: Store, reason: str) -> None:
         assert self.ctx is not None
         self.ctx.draining.set()
@@ -626,6 +643,15 @@ class Pool:
         if self._failure is not None:
             return EXIT_FAILED
         return EXIT_FORCED if forced else EXIT_OK
+
+
+def _os_user() -> str:
+    import getpass  # only a pool with queue limits in its config needs it
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
 
 
 def _file_identity(path: str) -> tuple[int, int] | None:

@@ -77,3 +77,21 @@ def test_a_running_pool_removes_finished_jobs_past_their_keep_time(queue: Queue)
     assert queue.job(dead).state is JobState.DEAD
     fresh = queue.enqueue("true", "fresh")
     queue.wait_state(fresh, JobState.COMPLETED, timeout=30)  # claims go on
+
+
+def test_queue_limits_in_the_config_are_set_by_a_starting_pool(queue: Queue) -> None:
+    queue.configure(queue_limits="reports=1, emails=3")
+    pool = queue.start_pool(count=1)
+    assert {e["queue"] for e in pool.events("queue limit set")} == {"reports", "emails"}
+    shown = {q["name"]: q for q in json.loads(queue.cli("queue", "list", "--json").stdout)}
+    assert shown["reports"]["max_running"] == 1 and shown["emails"]["max_running"] == 3
+    audit = json.loads(queue.cli("audit", "--json").stdout)
+    assert {(e["face"], e["action"]) for e in audit} == {("config", "limit")}
+    second = queue.start_pool(count=1)  # the same limits: nothing set again
+    assert second.events("queue limit set") == []
+
+
+def test_bad_queue_limits_in_the_config_are_refused_in_one_line(queue: Queue) -> None:
+    result = queue.cli("config", "set", "queue-limits", "reports=lots", check=False)
+    assert result.returncode == 2
+    assert "queue-limits: the limit of 'reports' must be 1 to 100,000" in result.stderr
