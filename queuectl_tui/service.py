@@ -217,10 +217,12 @@ def find_jobs(
     limit: int,
     after_seq: int | None = None,
     search: str | None = None,
+    queue: str | None = None,
 ) -> list[Job]:
-    """One keyset page, newest first, of the jobs whose id or command contains `search`."""
+    """One keyset page, newest first, of the jobs whose id or command contains `search` (of
+    one queue, if given)."""
     return store.list_jobs(
-        state, limit=limit, after_seq=after_seq, newest_first=True, search=search
+        state, limit=limit, after_seq=after_seq, newest_first=True, search=search, queue=queue
     )
 
 

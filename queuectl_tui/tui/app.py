@@ -34,7 +34,7 @@ from .. import control, service
 from ..config import Settings
 from ..display import printable
 from ..listen import ChangeListener
-from ..models import Job, JobState
+from ..models import Job, JobState, QueueInfo
 from ..store import Store, StoreCorrupt, StoreError
 from ..timeutil import now_ms
 from . import actions
@@ -107,6 +107,7 @@ class QueueConsole(QueueOperations, JobControl, App[None]):
         self.pane = Pane.JOBS
         self.state: JobState | None = None
         self.search = ""
+        self.queue_filter: str | None = None  # chosen on the Queues pane with Enter
         self.paused = False
         self.anchors: dict[Pane, list[int | None]] = {Pane.JOBS: [None], Pane.DEAD: [None]}
         self._pages_ahead: dict[Pane, int] = {Pane.JOBS: 0, Pane.DEAD: 0}  # ] pressed meanwhile
@@ -272,6 +273,7 @@ class QueueConsole(QueueOperations, JobControl, App[None]):
             pane,
             state=self.state if pane is Pane.JOBS else None,
             search=self.search,
+            queue=self.queue_filter,
             anchor=self.anchors[pane][-1],
             page_size=self.page_size,
             page=len(self.anchors[pane]),
@@ -476,12 +478,15 @@ class QueueConsole(QueueOperations, JobControl, App[None]):
             page = request.page
             shown = len(snapshot.jobs)
             status.append(f"page {page}", style="bold")
+            if request.queue is not None:
+                status.append(" · queue ", style="dim")
+                status.append(printable(request.queue, single_line=True), style="bold")
             if request.search:
                 status.append(" · matching ", style="dim")
                 status.append(printable(request.search, single_line=True))
             else:
                 state = request.job_state
-                counts = snapshot.counts
+                counts = snapshot.queue_counts or snapshot.counts
                 total = counts.total if state is None else counts.by_state.get(state, 0)
                 first = (page - 1) * self.page_size + 1 if shown else 0
                 last = first + shown - 1 if shown else 0
@@ -512,7 +517,8 @@ class QueueConsole(QueueOperations, JobControl, App[None]):
         if action == "retry_all":  # "all shown": only where dead jobs are what is shown
             return self.view_request().job_state is JobState.DEAD
         if action == "clear_filter":
-            return bool(self.search) or self.query_one("#filter-bar").display
+            shown = bool(self.query_one("#filter-bar").display)
+            return bool(self.search) or self.queue_filter is not None or shown
         return True
 
     async def run_command(self, action: str) -> None:
@@ -673,6 +679,10 @@ class QueueConsole(QueueOperations, JobControl, App[None]):
         if search == self.search:
             return
         self.search = search
+        self._restart_paging()
+
+    def _restart_paging(self) -> None:
+        """The filter changed: every pane of jobs starts again at its newest page."""
         self.anchors = {Pane.JOBS: [None], Pane.DEAD: [None]}
         self._pages_ahead = {Pane.JOBS: 0, Pane.DEAD: 0}
         self.view_changed()
@@ -681,6 +691,9 @@ class QueueConsole(QueueOperations, JobControl, App[None]):
         filter_input = self.query_one("#filter", Input)
         filter_input.value = ""
         self.query_one("#filter-bar").display = False
+        if self.queue_filter is not None:
+            self.queue_filter = None
+            self._restart_paging()
         self.apply_filter()
         self.focus_now(self.table_for(self.pane))
         self.refresh_bindings()
@@ -699,10 +712,23 @@ class QueueConsole(QueueOperations, JobControl, App[None]):
 
     @on(KeyedTable.RowSelected)
     def row_selected(self, event: KeyedTable.RowSelected) -> None:
+        if event.data_table.id == "queues-table":
+            event.stop()
+            queue = self.table_for(Pane.QUEUES).selected_item()
+            if isinstance(queue, QueueInfo):
+                self.show_queue(queue.name)
+            return
         if event.data_table.id in ("jobs-table", "dead-table"):
             event.stop()
             if self.check_action("open_job", ()):
                 self.action_open_job()
+
+    def show_queue(self, name: str) -> None:
+        """The jobs pane with this queue's jobs only (Esc shows every queue again)."""
+        self.queue_filter = name
+        self.action_show_pane("jobs")
+        self._restart_paging()
+        self.refresh_bindings()
 
     def open_job(self, job_id: str) -> None:
         retry = None if self.readonly else self.ask_retry

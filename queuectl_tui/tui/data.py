@@ -39,6 +39,7 @@ class ViewRequest:
     pane: Pane = Pane.JOBS
     state: JobState | None = None  # the jobs pane's state tab; None = all
     search: str = ""
+    queue: str | None = None  # the jobs of this queue only
     anchor: int | None = None  # seq just above the page (newest first); None = first page
     page_size: int = 100
     page: int = 1  # shown with the rows of this request, never with rows of another
@@ -60,6 +61,7 @@ class Snapshot:
     more_jobs: bool = False  # there is a page after this one
     workers: list[Worker] = field(default_factory=list)
     queues: list[QueueInfo] = field(default_factory=list)
+    queue_counts: QueueCounts | None = None  # of the queue the jobs are filtered by
 
     @property
     def items(self) -> list[Any]:
@@ -93,7 +95,10 @@ def read_snapshot(
             limit=request.page_size + 1,  # one more says whether a next page exists
             after_seq=request.anchor,
             search=request.search or None,
+            queue=request.queue,
         )
+        if request.queue is not None:
+            snapshot.queue_counts = service.queue_status(store, request.queue)
         snapshot.jobs = jobs[: request.page_size]
         snapshot.more_jobs = len(jobs) > request.page_size
     return snapshot

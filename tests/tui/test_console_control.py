@@ -226,3 +226,25 @@ async def test_r_in_a_dead_job_s_detail_asks_then_retries(make_console, demo_sto
         await pilot.press("y")
         await settle(pilot)
         assert demo_store.get(job_id).state is JobState.PENDING
+
+
+async def test_enter_on_a_queue_shows_its_jobs_and_esc_shows_every_queue(
+    make_console, demo_store, settle
+) -> None:
+    from helpers import spec
+
+    demo_store.enqueue(spec(id="nightly", queue="reports"), 3, 1)
+    app = make_console()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("u")
+        await settle(pilot)
+        await pilot.press("down", "enter")
+        await settle(pilot)
+        assert app.pane is Pane.JOBS
+        assert app.table_for(Pane.JOBS).keys == ["nightly"]
+        status = str(app.query_one("#jobs-status").render())
+        assert "queue reports" in status and "1-1 of 1" in status
+        await pilot.press("escape")
+        await settle(pilot)
+        assert len(app.table_for(Pane.JOBS).keys) > 1
