@@ -59,10 +59,8 @@ def insert_batches(
         try:
             for batch in batches:
                 taken.append(batch)
-                sql, payload = _statement(batch)
-                named_queues = named_queues or any(
-                    spec[_QUEUE] != _DEFAULTS[_QUEUE] for spec in batch
-                )
+                sql, payload, names_queues = _statement(batch)
+                named_queues = named_queues or names_queues
                 if running is not None:
                     created += running.result()
                 running = pool.submit(_insert, conn, sql, payload, now, default_max_retries)
@@ -85,8 +83,9 @@ def _insert(conn: sqlite3.Connection, sql: str, payload: str, now: int, max_retr
     return conn.execute(sql, (payload, now, max_retries)).rowcount
 
 
-def _statement(batch: Sequence[JobSpec]) -> tuple[str, str]:
-    """The INSERT statement and the JSON payload for one batch."""
+def _statement(batch: Sequence[JobSpec]) -> tuple[str, str, bool]:
+    """The INSERT statement and the JSON payload for one batch, and whether some job of it
+    names a queue (other than the default)."""
     set_fields = [
         (name, index, default)
         for name, index, default in _COLUMNS
@@ -114,4 +113,5 @@ def _statement(batch: Sequence[JobSpec]) -> tuple[str, str]:
     else:
         pick = operator.itemgetter(0, 1, *(index for _, index, _ in set_fields))
         rows = [pick(spec) for spec in batch]
-    return sql, json.dumps(rows, ensure_ascii=False)
+    names_queues = _QUEUE in position
+    return sql, json.dumps(rows, ensure_ascii=False), names_queues
