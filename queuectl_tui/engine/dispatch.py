@@ -116,7 +116,6 @@ class Dispatcher(threading.Thread):
         self._in_line = False  # waiting for the write turn behind another process's write
         self._cancelled = False
         self._cancel_check_at = 0.0
-        self._told: set[Run] = set()  # runs stopped for an operator's cancel already
         self._turns = 0
         # When the loop last came round (monotonic): the pool's heartbeat follows it, so a
         # dispatcher that hangs looks stale. The loop wakes at least every `_turn_at_least`.
@@ -213,26 +212,17 @@ class Dispatcher(threading.Thread):
     def _stop_cancelled(self, store: Store, now: float) -> None:
         """Stop the commands of runs an operator asked to cancel (their jobs then end
         cancelled: see lifecycle.after_attempt)."""
-        running = {
-            slot.job.id: slot
-            for slot in self.slots
-            if slot.job and slot.run and not slot.run.stopping and slot.run not in self._told
-        }
-        if not running:
-            return
+        running = {slot.job.id: slot for slot in self.slots if slot.job and slot.run}
         try:
             requested = store.cancel_requested(list(running))
         except StoreError:
             return  # looked for again at the next check
         for job_id in requested:
             slot = running[job_id]
-            if slot.run is not None:  # stopped once: a later look passes it by
+            if slot.run is not None and slot.run.cancel(now, by_operator=True):
                 events.event("cancel requested", job=job_id, worker=slot.worker_id)
-                slot.run.cancel(now, by_operator=True)
-                self._told.add(slot.run)
 
     def _finished(self, run: Run) -> None:
-        self._told.discard(run)
         slot = self._by_run.pop(id(run))
         result = run.result
         assert result is not None

@@ -171,22 +171,21 @@ class Run:
         if cgroup_parent() is not None:
             self._contain_at = now + CGROUP_AFTER
 
-    @property
-    def stopping(self) -> bool:
-        """Over, or being stopped early (timed out or cancelled)."""
-        return self.result is not None or self._reason is not None
-
-    def cancel(self, now: float, by_operator: bool = False) -> None:
+    def cancel(self, now: float, by_operator: bool = False) -> bool:
         """Stop the run: TERM to the group now, KILL after the grace period. A command that
         has already exited is left to finish normally: its result stands. The run ends
-        `cancelled` if an operator asked, `interrupted` if the pool is shutting down."""
+        `cancelled` if an operator asked, `interrupted` if the pool is shutting down. True
+        if this call stopped it (False: over, exited, or being stopped already)."""
         reason = "operator" if by_operator else "shutdown"
         if self.result is not None:
-            return  # over already (or it could not start)
+            return False  # over already (or it could not start)
         if self.child is None:
             self.result = self._finish(reason)  # never started
-        elif not self._exited and self._reason is None and not _has_exited(self.child.pid):
+            return True
+        if not self._exited and self._reason is None and not _has_exited(self.child.pid):
             self._stop_early(reason, now)
+            return True
+        return False
 
     # -- driven by the supervisor --------------------------------------------------------------
     def on_output(self) -> bool:
