@@ -84,7 +84,7 @@ def parse_duration(text: str) -> int:
     """'90s', '30m', '12h', '7d' or '2w' as milliseconds; ValueError for anything else."""
     value = text.strip().lower()
     unit = _DURATION_UNITS.get(value[-1:]) if value else None
-    number = value[:-1]
+    number = value[:-1].strip()
     if unit is None or not (number.isascii() and number.isdigit()) or len(number) > 9:
         raise ValueError(f"{text!r} is not a duration like 90s, 30m, 12h, 7d or 2w")
     return int(number) * unit

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -16,11 +15,8 @@ from textual.widgets import Button, Input, Static
 
 from ...models import Job, JobSpec, JobSpecError, parse_job_spec
 from ...store import DuplicateJobError, StoreError
-from ...timeutil import to_iso
+from ...timeutil import parse_duration, to_iso
 from .forms import Field, FormScreen, number_or_text
-
-_RELATIVE = re.compile(r"^\+?\s*(\d+)\s*([smhd])$", re.IGNORECASE)
-_UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 FIELDS: tuple[tuple[str, str, str], ...] = (
     ("command", "Command", "shell command, run with /bin/sh -c (required)"),
@@ -43,12 +39,10 @@ def form_to_object(values: dict[str, str], now: int) -> dict[str, Any]:
         elif name == "timeout":
             obj[name] = number_or_text(text, float)
         elif name == "run_at":
-            relative = _RELATIVE.match(text)
-            if relative:
-                amount, unit = int(relative.group(1)), relative.group(2).lower()
-                obj[name] = to_iso(now + amount * _UNIT_MS[unit])
-            else:
-                obj[name] = text
+            try:  # +30s, +5m, 2h: from now
+                obj[name] = to_iso(now + parse_duration(text.strip().removeprefix("+")))
+            except ValueError:
+                obj[name] = text  # a time, or not: the validator says
         else:
             obj[name] = text
     return obj
