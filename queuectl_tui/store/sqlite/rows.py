@@ -31,12 +31,7 @@ class RowMap(Generic[D]):
     def __init__(self, cls: type[D]) -> None:
         self._cls = cls
         self._fields = tuple(field.name for field in dataclasses.fields(cls))
-        hints = typing.get_type_hints(cls)
-        self._enums = tuple(
-            (place, hints[name])
-            for place, name in enumerate(self._fields)
-            if isinstance(hints[name], type) and issubclass(hints[name], enum.Enum)
-        )
+        self._enums: tuple[tuple[int, type[enum.Enum]], ...] | None = None  # at first use
         self._makers: dict[str, Callable[[Row], D]] = {}  # by statement
 
     def first(self, conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> D | None:
@@ -75,6 +70,13 @@ class RowMap(Generic[D]):
             def values(row: Row) -> list[Any]:
                 return list(pick(row))
 
+        if self._enums is None:  # read on first use: a command that maps no rows never pays
+            hints = typing.get_type_hints(self._cls)
+            self._enums = tuple(
+                (place, hints[name])
+                for place, name in enumerate(self._fields)
+                if isinstance(hints[name], type) and issubclass(hints[name], enum.Enum)
+            )
         cls, enums = self._cls, self._enums
 
         def make(row: Row) -> D:
