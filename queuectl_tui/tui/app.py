@@ -247,6 +247,15 @@ class QueueConsole(QueueOperations, JobControl, App[None]):
         with contextlib.suppress(RuntimeError):  # it stopped between the check and the call
             self.call_from_thread(callback, *args, **kwargs)
 
+    def tell_error(self, error: Exception) -> None:
+        """From a thread worker: say in one line what failed."""
+        self.deliver(self.notify, str(error), severity="error", markup=False)
+
+    def tell_done(self, message: str) -> None:
+        """From a thread worker: say what changed, and read the queue again."""
+        self.deliver(self.notify, message, markup=False)
+        self.deliver(self.poll, True)
+
     @property
     def live(self) -> bool:
         """False once the console has started to shut down (its widgets may be gone)."""

@@ -74,7 +74,7 @@ class JobControl:
         try:
             report = control.cancel_jobs(self.writer, job_ids, self.operator)
         except StoreError as error:
-            self.deliver(self.notify, str(error), severity="error", markup=False)
+            self.tell_error(error)
             return
         if report.pending_stop:
             message = f"Job {_name(report.pending_stop[0])} is being stopped by its pool."
@@ -82,8 +82,7 @@ class JobControl:
             message = f"Job {_name(report.done[0])} is cancelled."
         else:
             message = "Nothing was cancelled: the job finished or went away meanwhile."
-        self.deliver(self.notify, message, markup=False)
-        self.deliver(self.poll, True)
+        self.tell_done(message)
 
     # -- delete ---------------------------------------------------------------------------------
     def action_delete_selected(self: QueueConsole) -> None:  # type: ignore[misc]
@@ -113,14 +112,13 @@ class JobControl:
         try:
             report = control.delete_jobs(self.writer, job_ids, self.operator)
         except StoreError as error:
-            self.deliver(self.notify, str(error), severity="error", markup=False)
+            self.tell_error(error)
             return
         if report.done:
             message = f"Job {_name(report.done[0])} is deleted."
         else:
             message = "Nothing was deleted: the job started running or went away meanwhile."
-        self.deliver(self.notify, message, markup=False)
-        self.deliver(self.poll, True)
+        self.tell_done(message)
 
     # -- retry ----------------------------------------------------------------------------------
     def action_retry_selected(self: QueueConsole) -> None:  # type: ignore[misc]
@@ -163,7 +161,7 @@ class JobControl:
         try:
             report = control.retry_jobs(self.writer, job_ids, self.operator)
         except StoreError as error:
-            self.deliver(self.notify, str(error), severity="error", markup=False)
+            self.tell_error(error)
             return
         if not report.done:
             message = "Nothing was retried: the job changed meanwhile."
@@ -171,8 +169,7 @@ class JobControl:
             message = f"Job {_name(report.done[0])} is ready to run now."
         else:
             message = f"Job {_name(report.done[0])} is pending again."
-        self.deliver(self.notify, message, markup=False)
-        self.deliver(self.poll, True)
+        self.tell_done(message)
 
     # -- the selected job's queue -------------------------------------------------------------
     def action_toggle_queue(self: QueueConsole) -> None:  # type: ignore[misc]
@@ -194,7 +191,7 @@ class JobControl:
         try:
             queues = {queue.name: queue for queue in control.queue_overview(self.reader)}
         except StoreError as error:
-            self.deliver(self.notify, str(error), severity="error", markup=False)
+            self.tell_error(error)
             return
         queue = queues.get(name)
         self.deliver(
@@ -243,12 +240,11 @@ class JobControl:
         try:
             control.set_limit(self.writer, name, limit, self.operator)
         except (StoreError, InvalidInput) as error:
-            self.deliver(self.notify, str(error), severity="error", markup=False)
+            self.tell_error(error)
             return
         shown = printable(name, single_line=True)
         words = "has no limit" if limit is None else f"runs at most {limit} at once"
-        self.deliver(self.notify, f"Queue {shown} {words}.", markup=False)
-        self.deliver(self.poll, True)
+        self.tell_done(f"Queue {shown} {words}.")
 
     # -- prune ----------------------------------------------------------------------------------
     def action_prune(self: QueueConsole) -> None:  # type: ignore[misc]
@@ -278,7 +274,7 @@ class JobControl:
             )
         except StoreError as error:
             self.deliver(dialog.dismiss, False)
-            self.deliver(self.notify, str(error), severity="error", markup=False)
+            self.tell_error(error)
             return
         self.deliver(self.ask_prune, dialog, choice, count)
 
@@ -307,21 +303,17 @@ class JobControl:
                 self.writer, choice.states, 0, self.operator, before=choice.before
             )
         except StoreError as error:
-            self.deliver(self.notify, str(error), severity="error", markup=False)
+            self.tell_error(error)
             return
         noun = "job" if removed == 1 else "jobs"
-        self.deliver(self.notify, f"Removed {removed:,} finished {noun}.", markup=False)
-        self.deliver(self.poll, True)
+        self.tell_done(f"Removed {removed:,} finished {noun}.")
 
     @work(thread=True, group="write")
     def set_queue_paused(self: QueueConsole, name: str, paused: bool) -> None:
         try:
             control.set_paused(self.writer, name, paused, self.operator)
         except StoreError as error:
-            self.deliver(self.notify, str(error), severity="error", markup=False)
+            self.tell_error(error)
             return
         shown = printable(name, single_line=True)
-        self.deliver(
-            self.notify, f"Queue {shown} {'paused' if paused else 'resumed'}.", markup=False
-        )
-        self.deliver(self.poll, True)
+        self.tell_done(f"Queue {shown} {'paused' if paused else 'resumed'}.")

@@ -62,10 +62,9 @@ class QueueOperations:
         try:
             outcome = control.retry_dead(self.writer, job_ids, self.operator)
         except StoreError as error:
-            self.deliver(self.notify, str(error), severity="error", markup=False)
+            self.tell_error(error)
             return
-        self.deliver(self.notify, retried_message(outcome), markup=False)
-        self.deliver(self.poll, True)
+        self.tell_done(retried_message(outcome))
 
     def action_retry_all(self: QueueConsole) -> None:  # type: ignore[misc]
         """Ask about exactly the dead jobs there are now (all of them, however many pages),
@@ -104,7 +103,7 @@ class QueueOperations:
                 after = page[-1].seq
         except StoreError as error:
             self.deliver(dialog.dismiss, False)
-            self.deliver(self.notify, str(error), severity="error", markup=False)
+            self.tell_error(error)
             return
         self.deliver(self.ask_retry_all, dialog, search, len(ids))
 
@@ -177,7 +176,6 @@ class QueueOperations:
             pools = len({worker.pool_id for worker in stopped})
             control.stop_requested(self.writer, pools, len(stopped), self.operator)
         except StoreError as error:
-            self.deliver(self.notify, str(error), severity="error", markup=False)
+            self.tell_error(error)
             return
-        self.deliver(self.notify, "Stop requested: pools finish their jobs and exit.")
-        self.deliver(self.poll, True)
+        self.tell_done("Stop requested: pools finish their jobs and exit.")
