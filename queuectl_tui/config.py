@@ -13,7 +13,7 @@ import math
 import os
 import stat
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from .errors import ConfigurationError, InvalidInput
 from .files import DEFAULT_FILE_MODE, create_exclusive
 from .lifecycle import RetryPolicy
 from .location import normalise, scheme
-from .models import queue_name
+from .models import MAX_QUEUE_LIMIT, queue_limit_text, queue_name
 
 DEFAULT_CONFIG_FILE = "config.json"
 ENV_DB = "QUEUECTL_DB"
@@ -44,6 +44,7 @@ class SettingSpec:
     maximum: float | None
     help: str
     choices: tuple[int, ...] = ()  # when set, the only values allowed
+    check: Callable[[str], object] | None = None  # a text setting's own rule (raises ConfigError)
 
     @property
     def cli_name(self) -> str:
@@ -153,6 +154,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         None,
         "limits on running jobs per queue, as NAME=N,NAME=N; each pool sets them as it starts "
         "(the same as `queue limit NAME N`)",
+        check=lambda text: parse_queue_limits(text),
     ),
     SettingSpec(
         "keep_dead_days",
@@ -234,11 +236,16 @@ def parse_queue_limits(text: str) -> dict[str, int]:
             queue_name(name, "queue_limits", f"queue-limits: {name!r}")
         except InvalidInput as error:
             raise ConfigError(str(error)) from None
-        if not (count.isascii() and count.isdigit()) or not 1 <= int(count) <= 100_000:
+        try:
+            limit = queue_limit_text(count)
+        except ValueError:
+            limit = None
+        if limit is None or not 1 <= limit <= MAX_QUEUE_LIMIT:
             raise ConfigError(
-                f"queue-limits: the limit of {name!r} must be 1 to 100,000, not {count!r}"
+                f"queue-limits: the limit of {name!r} must be 1 to {MAX_QUEUE_LIMIT:,}, "
+                f"not {count!r}"
             )
-        limits[name] = int(count)
+        limits[name] = limit
     return limits
 
 
@@ -247,8 +254,8 @@ def coerce(spec: SettingSpec, value: Any) -> Any:
     if spec.kind is str:
         if not isinstance(value, str) or not value.strip():
             raise ConfigError(f"{spec.cli_name} must be a non-empty string")
-        if spec.key == "queue_limits":
-            parse_queue_limits(value)  # refused here, not when a pool starts
+        if spec.check is not None:
+            spec.check(value)  # refused here, not when the setting is used
         return value
     if isinstance(value, str):
         text = value.strip()

@@ -8,38 +8,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .errors import InvalidInput
-from .models import FINISHED_STATES, Action, AuditEntry, JobState, QueueInfo, queue_name
+from .models import (
+    FINISHED_STATES,
+    MAX_QUEUE_LIMIT,
+    AuditEntry,
+    JobState,
+    Operator,
+    QueueInfo,
+    queue_name,
+)
+from .models import local_operator as local_operator  # each face's operator, from here too
 from .store import Store
 from .timeutil import now_ms, to_iso
 
 PRUNE_BATCH = 500  # jobs per transaction: a claim never waits long behind a prune
 PRUNABLE_STATES = FINISHED_STATES
-MAX_QUEUE_LIMIT = 100_000
 SUBJECT_IDS = 20  # an audit line names this many ids, then counts the rest
-
-
-@dataclass(frozen=True, slots=True)
-class Operator:
-    """Who acts, from where: the audit trail's first columns."""
-
-    face: str  # cli, console, http, api
-    actor: str
-    host: str
-
-    def action(self, name: str, subject: str) -> Action:
-        return Action(self.face, self.actor, self.host, name, subject)
-
-
-def local_operator(face: str) -> Operator:
-    """The operator at this machine: its OS user and host name."""
-    import getpass  # here: every command imports this module, few of them act
-    import socket
-
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):  # no name for this uid (a bare container)
-        user = "unknown"
-    return Operator(face, user, socket.gethostname())
 
 
 def describe_ids(ids: Sequence[str]) -> str:
@@ -151,6 +135,14 @@ def describe_filter(state: JobState | None, queue: str | None, search: str | Non
     return "filter " + " ".join(part for part in parts if part) if any(parts) else "every job"
 
 
+def check_prunable(states: Sequence[JobState]) -> None:
+    """InvalidInput unless every state is one whose jobs are finished."""
+    for state in states:
+        if state not in PRUNABLE_STATES:
+            allowed = ", ".join(s.value for s in PRUNABLE_STATES)
+            raise InvalidInput(f"only finished jobs are pruned ({allowed}), not {state.value}")
+
+
 def prune(
     store: Store,
     states: Sequence[JobState],
@@ -162,21 +154,12 @@ def prune(
     """Remove the jobs in `states` (finished ones only) that finished more than
     `older_than_ms` ago (or before `before`, epoch ms, when given: a count and the prune it
     announced then agree), in small transactions. With `dry_run`, count them only."""
-    for state in states:
-        if state not in PRUNABLE_STATES:
-            allowed = ", ".join(s.value for s in PRUNABLE_STATES)
-            raise InvalidInput(f"only finished jobs are pruned ({allowed}), not {state.value}")
+    check_prunable(states)
     if before is None:
         before = now_ms() - older_than_ms
     if dry_run:
         return sum(store.count_prunable(state, before) for state in states)
-    removed = 0
-    for state in states:
-        while True:
-            batch = store.prune(state, before, PRUNE_BATCH)
-            removed += batch
-            if batch < PRUNE_BATCH:
-                break
+    removed = sum(store.prune_all(state, before, PRUNE_BATCH) for state in states)
     if who is not None:
         names = ",".join(state.value for state in states)
         subject = f"state={names} finished before {to_iso(before)}"

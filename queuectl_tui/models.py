@@ -85,6 +85,7 @@ MAX_PRIORITY = 2**31 - 1
 MAX_RETRIES_LIMIT = 100
 MAX_TIMEOUT_SECONDS = 7 * 86400
 DEFAULT_QUEUE = "default"
+MAX_QUEUE_LIMIT = 100_000  # running jobs of one queue at once, over every pool
 QUEUE_NAME_RULE = "1 to 64 letters, digits, '-', '_' or '.'"
 _QUEUE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 # run_at: whole days that every reader can show as a four-digit year, whatever the offset.
@@ -363,6 +364,17 @@ def parse_job_spec(obj: Any) -> JobSpec:
     )
 
 
+def queue_limit_text(text: str) -> int | None:
+    """A queue limit as typed: a number of jobs, or 'none' (None). ValueError when it is
+    neither; the range (1 to MAX_QUEUE_LIMIT) is the caller's to word."""
+    value = text.strip().lower()
+    if value == "none":
+        return None
+    if not (value.isascii() and value.isdigit()) or len(value) > 9:
+        raise ValueError(f"not a number of jobs: {text!r}")
+    return int(value)
+
+
 def queue_name(value: Any, field_name: str = "queue", label: str | None = None) -> str:
     """A valid queue name, or JobSpecError naming `field_name` (worded as `label`, by default
     "field 'queue'")."""
@@ -428,6 +440,30 @@ class Action:
     host: str
     action: str  # retry, retry-now, cancel, delete, prune, pause, resume, limit, stop
     subject: str  # the jobs, queue or filter it was given, in words
+
+
+@dataclass(frozen=True, slots=True)
+class Operator:
+    """Who acts, from where: the audit trail's first columns."""
+
+    face: str  # cli, console, http, api, config
+    actor: str
+    host: str
+
+    def action(self, name: str, subject: str) -> Action:
+        return Action(self.face, self.actor, self.host, name, subject)
+
+
+def local_operator(face: str) -> Operator:
+    """The operator at this machine: its OS user and host name."""
+    import getpass  # here: every command imports this module, few of them act
+    import socket
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a bare container)
+        user = "unknown"
+    return Operator(face, user, socket.gethostname())
 
 
 @dataclass(frozen=True, slots=True)

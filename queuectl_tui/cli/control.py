@@ -6,7 +6,7 @@ import typer
 
 from .. import control
 from ..control import Report
-from ..models import FINISHED_STATES, JobState
+from ..models import JobState
 from ..timeutil import parse_duration
 from .context import EXIT_FAILURE, EXIT_USAGE, fail, guarded, open_store, print_json, queue_option
 from .jobs import parse_state, require_utf8_id
@@ -150,19 +150,15 @@ def prune(
     """
     if not state_names:
         fail("give the states to prune with --state (completed, cancelled, dead)", EXIT_USAGE)
-    states = [parse_state(name) for name in state_names]
-    for state in states:
-        if state not in FINISHED_STATES:
-            allowed = ", ".join(s.value for s in FINISHED_STATES)
-            fail(f"only finished jobs are pruned ({allowed}), not {state}", EXIT_USAGE)
+    states = [state for state in map(parse_state, state_names) if state is not None]
+    control.check_prunable(states)  # before anything is opened
     try:
         age = parse_duration(older_than)
     except ValueError as error:
         fail(f"--older-than: {error}", EXIT_USAGE)
-    chosen = [state for state in states if state is not None]
     with open_store(ctx) as store:
-        count = control.prune(store, chosen, age, control.local_operator(CLI), dry_run)
-    names = " or ".join(state.value for state in chosen)
+        count = control.prune(store, states, age, control.local_operator(CLI), dry_run)
+    names = " or ".join(state.value for state in states)
     noun = "job" if count == 1 else "jobs"
     if dry_run:
         print(f"{count:,} {names} {noun} finished more than {older_than} ago would be removed")

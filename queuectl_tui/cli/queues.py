@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from .. import control
+from ..models import queue_limit_text
 from ..timeutil import now_ms
 from .context import EXIT_USAGE, fail, guarded, open_store, print_json, queue_option
 
@@ -82,11 +83,9 @@ def limit(
     Example: queuectl queue limit reports 2
     """
     name = queue_option(name, "NAME")
-    if count.lower() == "none":
-        chosen = None
-    elif count.isascii() and count.isdigit() and len(count) <= 9:
-        chosen = int(count)
-    else:
+    try:
+        chosen = queue_limit_text(count)
+    except ValueError:
         fail(f"N must be a number of jobs or 'none', not {count!r}", EXIT_USAGE)
     with open_store(ctx) as store:
         control.set_limit(store, name, chosen, control.local_operator(CLI))

@@ -36,7 +36,14 @@ from typing import Any
 
 from ..config import Settings, parse_queue_limits
 from ..files import open_for_append
-from ..models import ACTIVE_WORKER_STATUSES, Action, Job, JobState, Worker, WorkerStatus
+from ..models import (
+    ACTIVE_WORKER_STATUSES,
+    Job,
+    JobState,
+    Worker,
+    WorkerStatus,
+    local_operator,
+)
 from ..store import Store, StoreError, StoreOptions, open_store
 from ..timeutil import human_seconds, now_ms, to_iso
 from . import events, procfs
@@ -585,12 +592,11 @@ class Pool:
         if not wanted:
             return
         now = now_ms()
+        who = local_operator("config")
         held = {queue.name: queue.max_running for queue in store.queues(now)}
         for name, limit in wanted.items():
             if held.get(name) != limit:
-                action = Action(
-                    "config", _os_user(), self.host, "limit", f"{name} max_running={limit}"
-                )
+                action = who.action("limit", f"{name} max_running={limit}")
                 store.set_queue_limit(name, limit, now, action)
                 events.event("queue limit set", queue=name, max_running=limit, by="queue-limits")
 
@@ -643,15 +649,6 @@ class Pool:
         if self._failure is not None:
             return EXIT_FAILED
         return EXIT_FORCED if forced else EXIT_OK
-
-
-def _os_user() -> str:
-    import getpass  # only a pool with queue limits in its config needs it
-
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return "unknown"
 
 
 def _file_identity(path: str) -> tuple[int, int] | None:

@@ -71,17 +71,13 @@ class Retention(threading.Thread):
         removed: dict[str, Any] = {}
         for state, days in self._kept.items():
             before = now_ms() - int(days * DAY_MS)
-            while not self._halt.is_set():
-                try:
-                    count = store.prune(state, before, BATCH)
-                except StoreError as error:
-                    events.event("retention retrying", level=logging.WARNING, error=str(error))
-                    return  # the next round tries again
-                if count:
-                    removed[state.value] = removed.get(state.value, 0) + count
-                if count < BATCH:
-                    break
-                self._halt.wait(PAUSE)
+            try:
+                count = store.prune_all(state, before, BATCH, lambda: self._halt.wait(PAUSE))
+            except StoreError as error:
+                events.event("retention retrying", level=logging.WARNING, error=str(error))
+                return  # the next round tries again
+            if count:
+                removed[state.value] = count
         if removed:
             self.removed += sum(removed.values())
             events.event("pruned", **removed)

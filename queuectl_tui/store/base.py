@@ -4,7 +4,7 @@ first implementation and a PostgreSQL store can implement the same methods later
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -303,6 +303,22 @@ class Store(ABC):
     def prune(self, state: JobState, before: int, limit: int) -> int:
         """Remove up to `limit` of the `state` jobs (completed, dead or cancelled) that
         finished before `before`, oldest first, in one short transaction. Returns how many."""
+
+    def prune_all(
+        self,
+        state: JobState,
+        before: int,
+        batch: int,
+        between: Callable[[], bool] | None = None,
+    ) -> int:
+        """`prune` batch after batch until none is left; `between` runs between two batches
+        (a pause) and stops the pruning when it returns True. Returns how many went."""
+        removed = 0
+        while True:
+            count = self.prune(state, before, batch)
+            removed += count
+            if count < batch or (between is not None and between()):
+                return removed
 
     @abstractmethod
     def count_prunable(self, state: JobState, before: int) -> int: ...

@@ -10,8 +10,8 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Static
 
-from ...control import MAX_QUEUE_LIMIT
 from ...display import printable
+from ...models import MAX_QUEUE_LIMIT, queue_limit_text
 from .forms import Field, FormScreen
 
 NO_LIMIT = 0  # what the form gives back for "none"
@@ -19,12 +19,16 @@ NO_LIMIT = 0  # what the form gives back for "none"
 
 def parse_limit(text: str) -> int:
     """A limit from the form (NO_LIMIT for 'none' or empty); ValueError says what is wrong."""
-    value = text.strip().lower()
-    if value in ("", "none"):
+    wrong = ValueError(f"must be 1 to {MAX_QUEUE_LIMIT:,}, or none")
+    try:
+        limit = queue_limit_text(text or "none")
+    except ValueError:
+        raise wrong from None
+    if limit is None:
         return NO_LIMIT
-    if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= MAX_QUEUE_LIMIT:
-        raise ValueError(f"must be 1 to {MAX_QUEUE_LIMIT:,}, or none")
-    return int(value)
+    if not 1 <= limit <= MAX_QUEUE_LIMIT:
+        raise wrong
+    return limit
 
 
 class QueueLimitScreen(FormScreen[int]):
