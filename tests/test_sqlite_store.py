@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -14,6 +14,7 @@ from store_helpers import NOW, POLICY, claim, settle, sqlite_file
 
 from queuectl_tui.models import ACTIVE_WORKER_STATUSES, Job, JobState, Outcome
 from queuectl_tui.store import SQLiteStore, StoreError
+from queuectl_tui.store.sqlite import claims, ready
 from queuectl_tui.store.sqlite.rows import JOBS
 from queuectl_tui.store.sqlite.schema import MIGRATIONS
 from queuectl_tui.store.sqlite.statements import SQL
@@ -139,8 +140,9 @@ def test_newer_schema_is_refused(db_path: Path) -> None:
     ("name", "params"),
     [
         ("claim_next", ("w1", 1, 1, 1, "default", 1)),
-        ("best_ready", ("default", 1)),
-        ("has_due_work", ("default", 1)),
+        ("first_waiting", ("default",)),
+        ("first_of_level", ("default", 0)),
+        ("waiting_levels", ("default", 1)),
     ],
 )
 def test_the_claim_and_the_due_check_use_the_ready_index(
@@ -150,6 +152,57 @@ def test_the_claim_and_the_due_check_use_the_ready_index(
         plan = conn.execute("EXPLAIN QUERY PLAN " + SQL[name], params).fetchall()
     text = " ".join(str(row) for row in plan)
     assert "jobs_ready" in text and "TEMP B-TREE" not in text
+
+
+def _steps(conn: sqlite3.Connection, read: Callable[[], object]) -> int:
+    """How many SQLite virtual machine steps (in units of 100) `read` takes: work done,
+    whatever the machine's speed."""
+    steps = 0
+
+    def count() -> int:
+        nonlocal steps
+        steps += 1
+        return 0
+
+    conn.set_progress_handler(count, 100)
+    try:
+        read()
+    finally:
+        conn.set_progress_handler(None, 100)
+    return steps
+
+
+def test_jobs_scheduled_for_later_are_not_walked_to_find_a_due_one(store: SQLiteStore) -> None:
+    """Jobs of a higher priority waiting for their run_at sit ahead of the due ones in the
+    ready index; the claim, the due check, the next wake-up and the oldest due job must seek
+    past them, not read them one by one."""
+    late_text = "2030-01-01T00:00:00Z"
+    late = spec(run_at=late_text).run_at
+    store.enqueue(spec(id="due", priority=1), 3, NOW)
+    costs: list[dict[str, int]] = []
+    waiting_later = 0
+    for count in (10, 5_000):
+        store.enqueue_many(
+            [spec(priority=5, run_at=late_text) for _ in range(count - waiting_later)], 3, NOW
+        )
+        waiting_later = count
+        with sqlite_file(store.location) as conn:
+            assert ready.best_due(conn, "default", NOW) is not None
+            assert ready.next_run_at(conn, NOW) == late
+            assert ready.oldest_due(conn, "default", NOW) == NOW
+            costs.append(
+                {
+                    "best_due": _steps(conn, lambda: ready.best_due(conn, "default", NOW)),
+                    "due_work": _steps(conn, lambda: claims.has_due_work(conn, None, NOW)),
+                    "next_run_at": _steps(conn, lambda: ready.next_run_at(conn, NOW)),
+                    "oldest_due": _steps(conn, lambda: ready.oldest_due(conn, "default", NOW)),
+                }
+            )
+    few, many = costs
+    assert all(many[name] <= 2 * few[name] + 2 for name in few), (few, many)
+    job = claim(store, now=NOW)
+    assert job is not None and job.id == "due"
+    assert claim(store, "w2", now=NOW) is None
 
 
 def test_rows_become_jobs_by_column_name_whatever_the_order_of_the_columns(

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from ...lifecycle import FAILED_OUTCOMES, RetryPolicy, after_attempt
 from ...models import Job, JobState, Outcome
 from ..base import Exchange, Settlement, SettleResult
+from . import ready
 from .rows import JOBS
 from .statements import SQL, chunks, with_list
 
@@ -90,8 +91,7 @@ def claimable_queues(
 
 def has_due_work(conn: sqlite3.Connection, served: Sequence[str] | None, now: int) -> bool:
     return any(
-        conn.execute(SQL["has_due_work"], (name, now)).fetchone() is not None
-        for name in claimable_queues(conn, served)
+        ready.best_due(conn, name, now) is not None for name in claimable_queues(conn, served)
     )
 
 
@@ -104,18 +104,19 @@ def _claim_one(
     """Take the best due job among `open_queues` (updated: a queue with nothing due, or at
     its limit, is left out of the rest of this exchange)."""
     while open_queues:
+        job = None
         if len(open_queues) == 1:  # the common case: one statement finds and takes it
             [name] = open_queues
             job = JOBS.first(conn, SQL["claim_next"], (*owner, name, now))
-        else:
+        if job is None:
             best: tuple[int, int, int] | None = None
             chosen = ""
             for name in list(open_queues):
-                row = conn.execute(SQL["best_ready"], (name, now)).fetchone()
-                if row is None:
+                found = ready.best_due(conn, name, now)
+                if found is None:
                     del open_queues[name]
                     continue
-                key = (-row[0], row[1], row[2])
+                key = (-found[0], found[1], found[2])
                 if best is None or key < best:
                     best, chosen = key, name
             if best is None:

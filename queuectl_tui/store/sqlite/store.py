@@ -35,7 +35,7 @@ from ..base import (
     Settlement,
     Store,
 )
-from . import bulk, claims, control
+from . import bulk, claims, control, ready
 from .changes import SQLiteChangeFeed
 from .connection import Database
 from .rows import ATTEMPTS, AUDIT, JOBS, WORKERS
@@ -288,11 +288,7 @@ class SQLiteStore(Store):
             for name in sorted(by_queue):
                 counts = by_queue[name]
                 waiting = sum(counts.get(state, 0) for state in WAITING_STATES)
-                oldest = (
-                    conn.execute(SQL["oldest_waiting"], (name, now)).fetchone()[0]
-                    if waiting
-                    else None
-                )
+                oldest = ready.oldest_due(conn, name, now) if waiting else None
                 paused, max_running = settings.get(name, (False, None))
                 found.append(
                     QueueInfo(
@@ -340,8 +336,8 @@ class SQLiteStore(Store):
         self._db.wait_for_writers()
 
     def next_run_at(self, after: int) -> int | None:
-        rows = self._db.read(SQL["next_run_at"], (after,))
-        return rows[0][0] if rows else None
+        with self._db.snapshot() as conn:
+            return ready.next_run_at(conn, after)
 
     def recover_orphans(
         self, dead_worker_ids: Sequence[str], policy: RetryPolicy, now: int

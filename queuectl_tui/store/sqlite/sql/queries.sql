@@ -168,11 +168,6 @@ SELECT name, paused, max_running FROM queues
 -- Jobs per queue and state (the counters): which queues exist and how full they are.
 SELECT queue, state, n FROM queue_counts WHERE n > 0
 
--- name: oldest_waiting
--- When the longest-waiting due job of a queue became due.
-SELECT min(run_at) FROM jobs INDEXED BY jobs_ready
- WHERE queue = ? AND state IN ('pending', 'failed') AND run_at <= ?
-
 -- name: set_queue_paused
 INSERT INTO queues (name, paused, updated_at) VALUES (?, ?, ?)
     ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at
@@ -181,6 +176,10 @@ INSERT INTO queues (name, paused, updated_at) VALUES (?, ?, ?)
 INSERT INTO queues (name, max_running, updated_at) VALUES (?, ?, ?)
     ON CONFLICT (name) DO UPDATE SET max_running = excluded.max_running,
                                      updated_at = excluded.updated_at
+
+-- name: waiting_queues
+-- Queues with jobs waiting (pending or failed).
+SELECT DISTINCT queue FROM queue_counts WHERE state IN ('pending', 'failed') AND n > 0
 
 -- name: claimable_queues
 -- Queues with jobs waiting that are not paused, with their limit (NULL: none) and how many
@@ -233,25 +232,55 @@ SELECT slot, completed, failed FROM attempt_rates WHERE slot >= ? AND slot <= ?
 -- == the engine's protocol ===================================================================
 
 -- name: claim_next
--- The best eligible job of one queue: priority, then run_at, then creation order. INDEXED BY
--- pins the partial index that holds exactly this order; left alone, the planner may pick the
--- state index and sort every pending job, which costs seconds at a million jobs.
--- The claim takes that job in the same statement that marks it processing, inside
+-- The first job of one queue in claim order (priority, then run_at, then creation order), if
+-- it is due: the common case, found and taken in one statement. INDEXED BY pins the partial
+-- index that holds exactly this order; left alone, the planner may pick the state index and
+-- sort every pending job, which costs seconds at a million jobs. When the first job is not
+-- due, the claim looks a priority level at a time (ready.py), so that jobs scheduled for
+-- later are never walked one by one.
+-- The claim takes the job in the same statement that marks it processing, inside
 -- BEGIN IMMEDIATE (see connection.py).
 UPDATE jobs SET state = 'processing', worker_id = ?, worker_pid = ?, claimed_at = ?,
                 updated_at = ?, attempts = attempts + 1, runs = runs + 1
  WHERE seq = (SELECT seq FROM jobs INDEXED BY jobs_ready
-               WHERE queue = ? AND state IN ('pending', 'failed') AND run_at <= ?
+               WHERE queue = ? AND state IN ('pending', 'failed')
                ORDER BY priority DESC, run_at, seq LIMIT 1)
+   AND run_at <= ?
 RETURNING seq, id, command, state, priority, run_at, max_retries, timeout, attempts, runs,
           idempotency_key, created_at, updated_at, claimed_at, worker_id, worker_pid,
           finished_at, exit_code, last_error, queue, cancel_requested_at
 
--- name: best_ready
--- The job claim_next would take from one queue, to pick the best among several queues.
+-- name: first_waiting
+-- The first job of one queue in claim order, due or not (see claim_next).
 SELECT priority, run_at, seq FROM jobs INDEXED BY jobs_ready
- WHERE queue = ? AND state IN ('pending', 'failed') AND run_at <= ?
+ WHERE queue = ? AND state IN ('pending', 'failed')
  ORDER BY priority DESC, run_at, seq LIMIT 1
+
+-- name: first_of_level
+-- The first job of one priority level of one queue: the earliest run_at, then creation order.
+SELECT priority, run_at, seq FROM jobs INDEXED BY jobs_ready
+ WHERE queue = ? AND state IN ('pending', 'failed') AND priority = ?
+ ORDER BY run_at, seq LIMIT 1
+
+-- name: waiting_levels
+-- Each priority level of one queue's waiting jobs, with its earliest run_at and its earliest
+-- run_at after ?2. Each next level is one seek in the ready index (the highest priority
+-- below the last), so the cost grows with the number of levels, not of jobs.
+WITH RECURSIVE level(p) AS (
+    SELECT max(priority) FROM jobs INDEXED BY jobs_ready
+     WHERE queue = ?1 AND state IN ('pending', 'failed')
+    UNION ALL
+    SELECT (SELECT max(priority) FROM jobs INDEXED BY jobs_ready
+             WHERE queue = ?1 AND state IN ('pending', 'failed') AND priority < level.p)
+      FROM level WHERE level.p IS NOT NULL
+)
+SELECT p,
+       (SELECT min(run_at) FROM jobs INDEXED BY jobs_ready
+         WHERE queue = ?1 AND state IN ('pending', 'failed') AND priority = level.p),
+       (SELECT min(run_at) FROM jobs INDEXED BY jobs_ready
+         WHERE queue = ?1 AND state IN ('pending', 'failed') AND priority = level.p
+           AND run_at > ?2)
+  FROM level WHERE p IS NOT NULL
 
 -- name: claim_seq
 UPDATE jobs SET state = 'processing', worker_id = ?, worker_pid = ?, claimed_at = ?,
@@ -260,14 +289,6 @@ UPDATE jobs SET state = 'processing', worker_id = ?, worker_pid = ?, claimed_at 
 RETURNING seq, id, command, state, priority, run_at, max_retries, timeout, attempts, runs,
           idempotency_key, created_at, updated_at, claimed_at, worker_id, worker_pid,
           finished_at, exit_code, last_error, queue, cancel_requested_at
-
--- name: has_due_work
--- The ready index, pinned as for claim_next.
-SELECT 1 FROM jobs INDEXED BY jobs_ready
- WHERE queue = ? AND state IN ('pending', 'failed') AND run_at <= ? LIMIT 1
-
--- name: next_run_at
-SELECT min(run_at) FROM jobs WHERE state IN ('pending', 'failed') AND run_at > ?
 
 -- name: active_workers_among
 SELECT id FROM workers WHERE status IN ('idle', 'busy', 'stopping') AND id IN (?, ...)
