@@ -25,7 +25,16 @@ from . import control, service
 from .config import Settings
 from .errors import InvalidInput
 from .location import normalise
-from .models import STATES, Attempt, Job, JobState, QueueCounts, QueueInfo, parse_job_spec
+from .models import (
+    STATES,
+    Attempt,
+    Job,
+    JobState,
+    QueueCounts,
+    QueueInfo,
+    parse_job_spec,
+    queue_name,
+)
 from .store import BulkEnqueueResult, QueueStats, Store
 
 
@@ -127,13 +136,13 @@ class Queue:
         wanted = _state(state)
         return service.list_jobs(self._store, wanted, limit, after_seq, newest_first).jobs
 
-    def status(self) -> QueueCounts:
-        """Jobs per state and the number of active workers."""
-        return service.queue_status(self._store)
+    def status(self, queue: str | None = None) -> QueueCounts:
+        """Jobs per state (of one queue, if given) and the number of active workers."""
+        return service.queue_status(self._store, _queue(queue))
 
-    def stats(self) -> QueueStats:
-        """Throughput, attempt totals and latency percentiles."""
-        return service.queue_stats(self._store)
+    def stats(self, queue: str | None = None) -> QueueStats:
+        """Throughput, attempt totals and latency percentiles (of one queue, if given)."""
+        return service.queue_stats(self._store, _queue(queue))
 
     # -- lifetime ------------------------------------------------------------------------------
     def close(self) -> None:
@@ -152,6 +161,10 @@ class Queue:
 
     def __repr__(self) -> str:
         return f"Queue({self.settings.database!r})"
+
+
+def _queue(name: str | None) -> str | None:
+    return None if name is None else queue_name(name)
 
 
 def _state(state: JobState | str | None) -> JobState | None:

@@ -246,8 +246,9 @@ def dead_jobs(store: Store, limit: int, after_seq: int | None = None) -> list[Jo
     return store.list_jobs(JobState.DEAD, limit=limit, after_seq=after_seq)
 
 
-def queue_stats(store: Store) -> QueueStats:
-    return store.stats(now_ms())
+def queue_stats(store: Store, queue: str | None = None) -> QueueStats:
+    """Counts, throughput, attempt totals and latencies, of every queue or of one."""
+    return store.stats(now_ms(), queue=queue)
 
 
 def shown_status(worker: Worker, stale_after_s: float, now: int) -> WorkerStatus:

@@ -127,6 +127,19 @@ def test_status_and_stats_json(run_cli: RunCli) -> None:
     stats = json.loads(run_cli("stats", "--json").stdout)
     assert stats["counts"]["pending"] == 1
     assert {"throughput", "attempts", "latency_ms"} <= stats.keys()
+    assert stats["queue"] is None
+
+
+def test_stats_of_one_queue(run_cli: RunCli) -> None:
+    run_cli("enqueue", '{"id":"a","command":"true","queue":"reports"}')
+    run_cli("enqueue", '{"id":"b","command":"true"}')
+    stats = json.loads(run_cli("stats", "--queue", "reports", "--json").stdout)
+    assert stats["queue"] == "reports" and stats["counts"]["pending"] == 1
+    assert stats["counts"]["total"] == 1
+    shown = run_cli("stats", "--queue", "reports")
+    assert shown.returncode == 0 and "Activity, queue reports" in shown.stdout
+    bad = run_cli("stats", "--queue", "no spaces")
+    assert bad.returncode == 2 and "--queue must be a queue name" in bad.stderr
 
 
 def test_show_and_unknown_ids(run_cli: RunCli) -> None:

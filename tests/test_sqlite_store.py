@@ -16,7 +16,7 @@ from queuectl_tui.models import ACTIVE_WORKER_STATUSES, Job, JobState, Outcome
 from queuectl_tui.store import SQLiteStore, StoreError
 from queuectl_tui.store.sqlite import claims, ready
 from queuectl_tui.store.sqlite.rows import JOBS
-from queuectl_tui.store.sqlite.schema import MIGRATIONS
+from queuectl_tui.store.sqlite.schema import APPLICATION_ID, MIGRATIONS
 from queuectl_tui.store.sqlite.statements import SQL
 
 from helpers import spec
@@ -107,6 +107,42 @@ def test_a_version_2_database_keeps_every_job_and_attempt_and_names_shutdowns_in
     with sqlite_file(path) as conn:
         assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_a_version_3_database_splits_its_attempt_counters_by_queue_keeping_the_totals(
+    tmp_path: Path,
+) -> None:
+    """Attempts still on record go to their job's queue; those of jobs deleted since stay
+    counted, under 'default'."""
+    path = tmp_path / "v3.db"
+    with contextlib.closing(_database_at_version(path, 3)) as conn:
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")  # as every version 3 has
+        conn.execute("PRAGMA foreign_keys = ON")  # deleting a job deletes its attempts
+        conn.executescript(
+            """
+            INSERT INTO jobs (seq, id, command, state, run_at, max_retries, attempts, runs,
+                              created_at, updated_at, finished_at, exit_code, queue)
+            VALUES (1, 'r1', 'true', 'completed', 1, 3, 1, 1, 1, 2, 2, 0, 'reports'),
+                   (2, 'd1', 'true', 'completed', 1, 3, 1, 1, 1, 2, 2, 0, 'default'),
+                   (3, 'gone', 'true', 'completed', 1, 3, 1, 1, 1, 2, 2, 0, 'reports');
+            INSERT INTO attempts (job_seq, number, scheduled_at, started_at, finished_at,
+                                  exit_code, outcome, output)
+            VALUES (1, 1, 1, 1, 180000100, 0, 'completed', ''),
+                   (2, 1, 1, 1, 180000101, 1, 'failed', ''),
+                   (2, 2, 1, 1, 180000102, 0, 'completed', ''),
+                   (3, 1, 1, 1, 180000103, 0, 'completed', '');
+            DELETE FROM jobs WHERE id = 'gone';
+            """
+        )
+    with SQLiteStore(path) as store:
+        every = store.stats(180_001_000)
+        assert (every.attempts_total, every.attempts_failed, every.retries) == (4, 1, 1)
+        assert every.completed_per_minute[-1] == 3 and every.failed_per_minute[-1] == 1
+        reports = store.stats(180_001_000, queue="reports")
+        assert (reports.attempts_total, reports.completed_per_minute[-1]) == (1, 1)
+        default = store.stats(180_001_000, queue="default")
+        assert (default.attempts_total, default.attempts_failed, default.retries) == (3, 1, 1)
+        assert default.completed_per_minute[-1] == 2
 
 
 def test_jobs_survive_reopening(db_path: Path) -> None:

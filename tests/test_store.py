@@ -330,6 +330,38 @@ def test_stats_report_throughput_and_latency(store: Store) -> None:
     assert sum(stats.completed_per_minute) == 3
 
 
+def test_stats_of_one_queue_count_only_its_jobs_and_runs(store: Store) -> None:
+    store.enqueue_many([spec(id="r0", queue="reports", priority=9), spec(id="r1")], 3, NOW)
+    store.enqueue_many([spec(id="m0", queue="mail", priority=5, max_retries=1)], 3, NOW)
+    store.enqueue(spec(id="r2", queue="reports"), 3, NOW)
+    runs = [
+        ("r0", Outcome.COMPLETED, 40),
+        ("m0", Outcome.FAILED, 70),
+        ("m0", Outcome.COMPLETED, 90),
+    ]
+    now = NOW
+    for job_id, outcome, took in runs:
+        now += 10_000  # past any backoff
+        job = claim(store, now=now)
+        assert job.id == job_id  # by priority
+        exit_code = 0 if outcome is Outcome.COMPLETED else 1
+        settle(store, job, outcome, now=now + took, exit_code=exit_code)
+    reports = store.stats(now + 1000, queue="reports")
+    assert reports.queue == "reports" and reports.counts.by_state[JobState.PENDING] == 1
+    assert (reports.attempts_total, reports.attempts_failed, reports.retries) == (1, 0, 0)
+    assert reports.completed_last_minute == 1 and reports.failed_last_minute == 0
+    assert (reports.sample_size, reports.run_ms["p50"]) == (1, 40.0)
+    assert sum(reports.completed_per_minute) == 1
+    mail = store.stats(now + 1000, queue="mail")
+    assert (mail.attempts_total, mail.attempts_failed, mail.retries) == (2, 1, 1)
+    assert (mail.completed_last_minute, mail.failed_last_minute, mail.sample_size) == (1, 1, 2)
+    assert sum(mail.failed_per_minute) == 1
+    assert store.throughput(now + 1000, queue="mail")[0][-1] == 1
+    nothing = store.stats(now + 1000, queue="nowhere")
+    assert (nothing.attempts_total, nothing.sample_size, nothing.counts.total) == (0, 0, 0)
+    assert store.stats(now + 1000).attempts_total >= 3
+
+
 def test_throughput_counts_each_minute_before_now_and_totals_never_go_down(
     store: Store,
 ) -> None:

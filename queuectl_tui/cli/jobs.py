@@ -203,14 +203,18 @@ def status(
 @guarded
 def stats(
     ctx: typer.Context,
+    queue: str | None = typer.Option(
+        None, "--queue", "-q", metavar="NAME", help="The figures of this queue only."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Counts, throughput, retries, and queue-wait and run-time latencies.
 
-    Example: queuectl stats
+    Example: queuectl stats --queue reports
     """
+    name = None if queue is None else queue_option(queue)
     with open_store(ctx) as store:
-        result = service.queue_stats(store)
+        result = service.queue_stats(store, name)
     if as_json:
         print_json(result.to_dict())
         return

@@ -354,7 +354,8 @@ def _ms(value: float | None) -> str:
 
 
 def stats_tables(stats: QueueStats) -> list[Table]:
-    summary = Table(title="Activity", header_style="bold")
+    of_queue = "" if stats.queue is None else f", queue {stats.queue}"
+    summary = Table(title=f"Activity{of_queue}", header_style="bold")
     summary.add_column("MEASURE")
     summary.add_column("VALUE", justify="right")
     summary.add_row("completed, last minute", str(stats.completed_last_minute))
@@ -362,7 +363,9 @@ def stats_tables(stats: QueueStats) -> list[Table]:
     summary.add_row("attempts, all time", str(stats.attempts_total))
     summary.add_row("failed attempts, all time", str(stats.attempts_failed))
     summary.add_row("retries run, all time", str(stats.retries))
-    latency = Table(title=f"Latency (last {stats.sample_size} attempts)", header_style="bold")
+    latency = Table(
+        title=f"Latency (last {stats.sample_size} attempts{of_queue})", header_style="bold"
+    )
     latency.add_column("")
     for column in ("AVG", "P50", "P95"):
         latency.add_column(column, justify="right")

@@ -152,9 +152,11 @@ class QueueStats:
     run_ms: dict[str, float | None] = field(default_factory=dict)
     completed_per_minute: list[int] = field(default_factory=list)  # oldest first
     failed_per_minute: list[int] = field(default_factory=list)
+    queue: str | None = None  # the figures are of this queue only
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "queue": self.queue,
             "counts": self.counts.to_dict(),
             "throughput": {
                 "completed_last_minute": self.completed_last_minute,
@@ -250,12 +252,17 @@ class Store(ABC):
         """Jobs per state (of one queue, if given) and the number of active workers."""
 
     @abstractmethod
-    def stats(self, now: int, sample: int = 10_000) -> QueueStats: ...
+    def stats(self, now: int, sample: int = 10_000, queue: str | None = None) -> QueueStats:
+        """Counts, throughput, attempt totals and the latencies of the latest `sample`
+        attempts: of every queue, or of one."""
 
     @abstractmethod
-    def throughput(self, now: int, minutes: int = 15) -> tuple[list[int], list[int]]:
+    def throughput(
+        self, now: int, minutes: int = 15, queue: str | None = None
+    ) -> tuple[list[int], list[int]]:
         """Completed and failed attempts per minute over the last `minutes` minutes, oldest
-        first; the last entry covers the last 60 seconds. Cancelled runs are not counted.
+        first; the last entry covers the last 60 seconds (of one queue, if given). Cancelled
+        and interrupted runs are not counted.
 
         The console reads this every refresh, so it must stay cheap (a range over recent
         attempts, not a scan of the history)."""

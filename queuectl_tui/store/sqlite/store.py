@@ -44,6 +44,8 @@ from .statements import CHUNK, SQL, chunks, with_list
 # Outcomes that count as failed attempts (cancelled and interrupted runs did not fail).
 FAILED_OUTCOMES = frozenset({"failed", "timeout", "lost"})
 RATE_SLOT_MS = 10_000  # the width of a slot of attempt_rates (schema migration 2)
+# A queue's latency figures come from its attempts among this many latest of every queue.
+QUEUE_TIMINGS_LOOK_BACK = 100_000
 
 
 class SQLiteStore(Store):
@@ -183,33 +185,41 @@ class SQLiteStore(Store):
         found = {JobState(state): n for state, n in rows}
         return QueueCounts({s: found.get(s, 0) for s in STATES}, active)
 
-    def stats(self, now: int, sample: int = 10_000) -> QueueStats:
-        result = QueueStats(counts=self.queue_counts())
-        result.completed_per_minute, result.failed_per_minute = self.throughput(now)
-        last_minute = self._db.read(SQL["outcomes_since"], (now - 60_000,))
+    def stats(self, now: int, sample: int = 10_000, queue: str | None = None) -> QueueStats:
+        result = QueueStats(counts=self.queue_counts(queue), queue=queue)
+        result.completed_per_minute, result.failed_per_minute = self.throughput(now, queue=queue)
+        if queue is None:
+            last_minute = self._db.read(SQL["outcomes_since"], (now - 60_000,))
+            rows = self._db.read(SQL["latest_timings"], (sample,))
+        else:
+            last_minute = self._db.read(SQL["queue_outcomes_since"], (now - 60_000, queue))
+            rows = self._db.read(
+                SQL["queue_latest_timings"], (queue, QUEUE_TIMINGS_LOOK_BACK, sample)
+            )
         for ok, count in last_minute:
             if ok:
                 result.completed_last_minute = count
             else:
                 result.failed_last_minute = count
-        totals = self._db.read(SQL["attempt_totals"])
+        totals = self._db.read(SQL["attempt_totals"], (queue,))
         result.attempts_total = sum(n for _, n, _ in totals)
         result.attempts_failed = sum(n for outcome, n, _ in totals if outcome in FAILED_OUTCOMES)
         result.retries = sum(retries for _, _, retries in totals)
-        rows = self._db.read(SQL["latest_timings"], (sample,))
         result.sample_size = len(rows)
         result.wait_ms = _summary([max(0, wait) for wait, _ in rows])
         result.run_ms = _summary([run for _, run in rows])
         return result
 
-    def throughput(self, now: int, minutes: int = 15) -> tuple[list[int], list[int]]:
+    def throughput(
+        self, now: int, minutes: int = 15, queue: str | None = None
+    ) -> tuple[list[int], list[int]]:
         """Completed and failed attempts in each of the last `minutes` minutes before `now`,
         oldest first, read from counts per 10 s (a slot counts in the minute it starts in)."""
         since = now - minutes * 60_000
         completed = [0] * minutes
         failed = [0] * minutes
         for slot, done, failures in self._db.read(
-            SQL["attempt_rates"], (since // RATE_SLOT_MS, now // RATE_SLOT_MS)
+            SQL["attempt_rates"], (since // RATE_SLOT_MS, now // RATE_SLOT_MS, queue)
         ):
             index = min(max((slot * RATE_SLOT_MS - since) // 60_000, 0), minutes - 1)
             completed[index] += done

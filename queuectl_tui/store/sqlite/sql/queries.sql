@@ -218,16 +218,35 @@ SELECT outcome = 'completed', count(*) FROM attempts
  WHERE finished_at > ? AND outcome NOT IN ('cancelled', 'interrupted')
  GROUP BY outcome = 'completed'
 
+-- name: queue_outcomes_since
+SELECT a.outcome = 'completed', count(*) FROM attempts a JOIN jobs j ON j.seq = a.job_seq
+ WHERE a.finished_at > ? AND a.outcome NOT IN ('cancelled', 'interrupted') AND j.queue = ?
+ GROUP BY a.outcome = 'completed'
+
 -- name: attempt_totals
-SELECT outcome, n, retries FROM attempt_totals
+-- Of every queue (?1 NULL) or of one.
+SELECT outcome, sum(n), sum(retries) FROM attempt_totals
+ WHERE ?1 IS NULL OR queue = ?1
+ GROUP BY outcome
 
 -- name: latest_timings
 SELECT started_at - scheduled_at, finished_at - started_at FROM attempts
  WHERE outcome NOT IN ('cancelled', 'interrupted') ORDER BY id DESC LIMIT ?
 
--- name: attempt_rates
-SELECT slot, completed, failed FROM attempt_rates WHERE slot >= ? AND slot <= ?
+-- name: queue_latest_timings
+-- One queue's attempts among the latest ?2 of every queue (the newest ?3 of them): attempts
+-- carry no queue of their own, so the look back is bounded to keep the read cheap.
+SELECT a.started_at - a.scheduled_at, a.finished_at - a.started_at
+  FROM attempts a JOIN jobs j ON j.seq = a.job_seq
+ WHERE a.id > (SELECT coalesce(max(id), 0) FROM attempts) - ?2
+   AND a.outcome NOT IN ('cancelled', 'interrupted') AND j.queue = ?1
+ ORDER BY a.id DESC LIMIT ?3
 
+-- name: attempt_rates
+-- Of every queue (?3 NULL) or of one.
+SELECT slot, sum(completed), sum(failed) FROM attempt_rates
+ WHERE slot >= ?1 AND slot <= ?2 AND (?3 IS NULL OR queue = ?3)
+ GROUP BY slot
 
 -- == the engine's protocol ===================================================================
 
