@@ -4,13 +4,15 @@ audit trail with who did it, from which face and host, and what it touched."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from .errors import InvalidInput
 from .models import (
     FINISHED_STATES,
     MAX_QUEUE_LIMIT,
+    Action,
     AuditEntry,
     JobState,
     Operator,
@@ -21,7 +23,12 @@ from .models import local_operator as local_operator  # each face's operator, fr
 from .store import Store
 from .timeutil import now_ms, to_iso
 
+R = TypeVar("R")
+
 PRUNE_BATCH = 500  # jobs per transaction: a claim never waits long behind a prune
+# Jobs per transaction of an action on more jobs (a filter over a big queue): each batch
+# holds the write lock for tens of milliseconds, so pools go on claiming in between.
+ACTION_BATCH = 2000
 PRUNABLE_STATES = FINISHED_STATES
 SUBJECT_IDS = 20  # an audit line names this many ids, then counts the rest
 
@@ -62,14 +69,45 @@ def _report(
     )
 
 
+def _in_batches(
+    store: Store,
+    ids: Sequence[str],
+    action: Action,
+    call: Callable[[Sequence[str], Action | None], R],
+    touched: Callable[[R], int],
+) -> list[R]:
+    """`call` over `ids`: in one transaction with its audit line when they fit in a batch;
+    else a batch at a time, the audit line (with the total) after the last batch that ran."""
+    wanted = list(dict.fromkeys(ids))
+    if len(wanted) <= ACTION_BATCH:
+        return [call(wanted, action)]
+    results: list[R] = []
+    try:
+        for start in range(0, len(wanted), ACTION_BATCH):
+            results.append(call(wanted[start : start + ACTION_BATCH], None))
+    finally:
+        if results:
+            store.record_action(action, sum(map(touched, results)), now_ms())
+    return results
+
+
 def cancel_jobs(
     store: Store, ids: Sequence[str], who: Operator, subject: str | None = None
 ) -> Report:
     """Waiting jobs end cancelled at once; running ones are stopped by their pools and end
     cancelled (within a second); finished ones are left as they are. `subject` words what
     the operator gave (a filter) for the audit trail; by default, the ids."""
-    result = store.cancel(ids, now_ms(), who.action("cancel", subject or describe_ids(ids)))
-    return _report(store, ids, result.cancelled, result.requested)
+    now = now_ms()
+    results = _in_batches(
+        store,
+        ids,
+        who.action("cancel", subject or describe_ids(ids)),
+        lambda batch, action: store.cancel(batch, now, action),
+        lambda result: len(result.cancelled) + len(result.requested),
+    )
+    cancelled = [job_id for result in results for job_id in result.cancelled]
+    requested = [job_id for result in results for job_id in result.requested]
+    return _report(store, ids, cancelled, requested)
 
 
 def retry_jobs(
@@ -77,8 +115,16 @@ def retry_jobs(
 ) -> Report:
     """Dead and cancelled jobs back to pending with a fresh retry budget; failed ones that
     wait out a backoff ready now, their attempts kept."""
-    result = store.retry(ids, now_ms(), who.action("retry", subject or describe_ids(ids)))
-    return _report(store, ids, [*result.fresh, *result.ready])
+    now = now_ms()
+    results = _in_batches(
+        store,
+        ids,
+        who.action("retry", subject or describe_ids(ids)),
+        lambda batch, action: store.retry(batch, now, action),
+        lambda result: len(result.fresh) + len(result.ready),
+    )
+    done = [job_id for result in results for job_id in [*result.fresh, *result.ready]]
+    return _report(store, ids, done)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,9 +153,15 @@ def delete_jobs(
 ) -> Report:
     """Remove jobs with their attempts and output; a running job is refused (cancel it
     first). With `state` (a delete by filter), only jobs still in that state go."""
-    action = who.action("delete", subject or describe_ids(ids))
-    deleted = store.delete(ids, now_ms(), action, state)
-    return _report(store, ids, deleted)
+    now = now_ms()
+    results = _in_batches(
+        store,
+        ids,
+        who.action("delete", subject or describe_ids(ids)),
+        lambda batch, action: store.delete(batch, now, action, state),
+        len,
+    )
+    return _report(store, ids, [job_id for result in results for job_id in result])
 
 
 def matching_ids(

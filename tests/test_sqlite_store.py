@@ -17,7 +17,7 @@ from queuectl_tui.store import SQLiteStore, StoreError
 from queuectl_tui.store.sqlite import claims, ready
 from queuectl_tui.store.sqlite.rows import JOBS
 from queuectl_tui.store.sqlite.schema import APPLICATION_ID, MIGRATIONS
-from queuectl_tui.store.sqlite.statements import SQL
+from queuectl_tui.store.sqlite.statements import CHUNK, LIST, SQL, with_list
 
 from helpers import spec
 
@@ -239,6 +239,22 @@ def test_jobs_scheduled_for_later_are_not_walked_to_find_a_due_one(store: SQLite
     job = claim(store, now=NOW)
     assert job is not None and job.id == "due"
     assert claim(store, "w2", now=NOW) is None
+
+
+def test_statements_over_a_list_of_ids_look_each_id_up(store: SQLiteStore) -> None:
+    """Whatever the list's length and however many jobs share a state, a statement given ids
+    finds them by the id index, not by reading every job of a state (once per chunk)."""
+    store.enqueue_many([spec() for _ in range(2000)], 3, NOW)
+    names = [name for name, text in SQL.items() if LIST in text and " jobs " in f" {text} "]
+    assert "cancel_waiting_among" in names and "delete_in_state_among" in names
+    with sqlite_file(store.location) as conn:
+        for name in names:
+            for count in (1, CHUNK):
+                statement = with_list(name, count)
+                values = ["x"] * statement.count("?")
+                plan = conn.execute("EXPLAIN QUERY PLAN " + statement, values).fetchall()
+                text = " ".join(row[3] for row in plan)
+                assert "(id=?)" in text or "(rowid=?)" in text, (name, count, text)
 
 
 def test_rows_become_jobs_by_column_name_whatever_the_order_of_the_columns(

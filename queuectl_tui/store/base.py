@@ -282,29 +282,31 @@ class Store(ABC):
         """The state of each of these jobs that exists."""
 
     @abstractmethod
-    def cancel(self, job_ids: Sequence[str], now: int, action: Action) -> CancelResult:
+    def cancel(self, job_ids: Sequence[str], now: int, action: Action | None) -> CancelResult:
         """Cancel waiting jobs at once; ask the pools running the running ones to stop them.
-        Finished jobs are left alone."""
+        Finished jobs are left alone. `action` goes into the audit trail in the same
+        transaction (None: the caller records it, for an action made of several calls)."""
 
     @abstractmethod
     def cancel_requested(self, job_ids: Sequence[str]) -> list[str]:
         """Those of these running jobs that an operator asked to cancel."""
 
     @abstractmethod
-    def retry(self, job_ids: Sequence[str], now: int, action: Action) -> RetryResult:
+    def retry(self, job_ids: Sequence[str], now: int, action: Action | None) -> RetryResult:
         """Dead and cancelled jobs back to pending with a fresh budget; failed ones waiting
-        out their backoff ready now. Others are left alone."""
+        out their backoff ready now. Others are left alone. `action` as for cancel."""
 
     @abstractmethod
     def delete(
         self,
         job_ids: Sequence[str],
         now: int,
-        action: Action,
+        action: Action | None,
         state: JobState | None = None,
     ) -> list[str]:
         """Remove these jobs with their attempts, except running ones (and, with `state`,
-        those no longer in it: a delete by filter). Returns those removed."""
+        those no longer in it: a delete by filter). Returns those removed. `action` as for
+        cancel."""
 
     @abstractmethod
     def prune(self, state: JobState, before: int, limit: int) -> int:

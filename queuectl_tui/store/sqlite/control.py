@@ -13,7 +13,10 @@ from ..base import CancelResult, RetryResult
 from .statements import SQL, chunks, with_list
 
 
-def record(conn: sqlite3.Connection, action: Action, touched: int, now: int) -> None:
+def record(conn: sqlite3.Connection, action: Action | None, touched: int, now: int) -> None:
+    """The audit line of `action` (None: the caller records it once the whole action is done)."""
+    if action is None:
+        return
     conn.execute(
         SQL["record_action"],
         (now, action.face, action.actor, action.host, action.action, action.subject, touched),
@@ -37,14 +40,18 @@ def states(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, JobState]:
     return found
 
 
-def cancel(conn: sqlite3.Connection, ids: Sequence[str], now: int, action: Action) -> CancelResult:
+def cancel(
+    conn: sqlite3.Connection, ids: Sequence[str], now: int, action: Action | None
+) -> CancelResult:
     cancelled = _among(conn, "cancel_waiting_among", ids, now, now, now)
     requested = _among(conn, "request_cancel_among", ids, now, now)
     record(conn, action, len(cancelled) + len(requested), now)
     return CancelResult(cancelled, requested)
 
 
-def retry(conn: sqlite3.Connection, ids: Sequence[str], now: int, action: Action) -> RetryResult:
+def retry(
+    conn: sqlite3.Connection, ids: Sequence[str], now: int, action: Action | None
+) -> RetryResult:
     fresh = _among(conn, "retry_finished_among", ids, now, now)
     ready = _among(conn, "retry_now_among", ids, now, now)
     record(conn, action, len(fresh) + len(ready), now)
@@ -55,7 +62,7 @@ def delete(
     conn: sqlite3.Connection,
     ids: Sequence[str],
     now: int,
-    action: Action,
+    action: Action | None,
     state: JobState | None = None,
 ) -> list[str]:
     if state is None:

@@ -247,7 +247,7 @@ class SQLiteStore(Store):
         with self._db.snapshot() as conn:
             return control.states(conn, job_ids)
 
-    def cancel(self, job_ids: Sequence[str], now: int, action: Action) -> CancelResult:
+    def cancel(self, job_ids: Sequence[str], now: int, action: Action | None) -> CancelResult:
         return self._db.write(lambda conn: control.cancel(conn, job_ids, now, action), durable=True)
 
     def cancel_requested(self, job_ids: Sequence[str]) -> list[str]:
@@ -257,14 +257,14 @@ class SQLiteStore(Store):
             found.extend(row[0] for row in rows)
         return found
 
-    def retry(self, job_ids: Sequence[str], now: int, action: Action) -> RetryResult:
+    def retry(self, job_ids: Sequence[str], now: int, action: Action | None) -> RetryResult:
         return self._db.write(lambda conn: control.retry(conn, job_ids, now, action), durable=True)
 
     def delete(
         self,
         job_ids: Sequence[str],
         now: int,
-        action: Action,
+        action: Action | None,
         state: JobState | None = None,
     ) -> list[str]:
         return self._db.write(

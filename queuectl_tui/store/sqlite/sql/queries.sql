@@ -6,6 +6,9 @@
 -- list), the schema (migrations/) and the connection's own pragmas and transactions
 -- (connection.py). `(?, ...)` stands for one `?` per value of a list (statements.with_list).
 -- Active workers are those with status idle, busy or stopping (models.ACTIVE_WORKER_STATUSES).
+-- `+state` next to `id IN (?, ...)`: the unary plus keeps the planner off the state index,
+-- which it may otherwise prefer for a long list, reading every job of that state once per
+-- chunk of ids (a cancel by filter of 200,000 pending jobs took 16 s that way).
 
 
 -- == jobs ====================================================================================
@@ -101,38 +104,38 @@ RETURNING id
 -- name: retry_dead_among
 UPDATE jobs SET state = 'pending', attempts = 0, run_at = ?, updated_at = ?,
                 cancel_requested_at = NULL
- WHERE state = 'dead' AND id IN (?, ...)
+ WHERE +state = 'dead' AND id IN (?, ...)
 RETURNING id
 
 -- name: retry_finished_among
 -- Dead and cancelled jobs go back to pending with a fresh retry budget.
 UPDATE jobs SET state = 'pending', attempts = 0, run_at = ?, updated_at = ?,
                 cancel_requested_at = NULL
- WHERE state IN ('dead', 'cancelled') AND id IN (?, ...)
+ WHERE +state IN ('dead', 'cancelled') AND id IN (?, ...)
 RETURNING id
 
 -- name: retry_now_among
 -- A failed job waiting out its backoff is ready at once, its attempts kept.
 UPDATE jobs SET run_at = ?, updated_at = ?
- WHERE state = 'failed' AND id IN (?, ...)
+ WHERE +state = 'failed' AND id IN (?, ...)
 RETURNING id
 
 -- name: cancel_waiting_among
 UPDATE jobs SET state = 'cancelled', finished_at = ?, updated_at = ?,
                 last_error = 'cancelled by an operator', cancel_requested_at = ?
- WHERE state IN ('pending', 'failed') AND id IN (?, ...)
+ WHERE +state IN ('pending', 'failed') AND id IN (?, ...)
 RETURNING id
 
 -- name: request_cancel_among
 -- A running job: its pool stops the command and records the run cancelled (see
 -- cancel_requested_among); the first request's time is kept.
 UPDATE jobs SET cancel_requested_at = coalesce(cancel_requested_at, ?), updated_at = ?
- WHERE state = 'processing' AND id IN (?, ...)
+ WHERE +state = 'processing' AND id IN (?, ...)
 RETURNING id
 
 -- name: cancel_requested_among
 SELECT id FROM jobs
- WHERE state = 'processing' AND cancel_requested_at IS NOT NULL AND id IN (?, ...)
+ WHERE +state = 'processing' AND cancel_requested_at IS NOT NULL AND id IN (?, ...)
 
 -- name: states_among
 SELECT id, state FROM jobs WHERE id IN (?, ...)
@@ -144,7 +147,7 @@ RETURNING id
 
 -- name: delete_in_state_among
 -- A delete by filter: only jobs still in the state the filter named.
-DELETE FROM jobs WHERE state <> 'processing' AND state = ? AND id IN (?, ...)
+DELETE FROM jobs WHERE state <> 'processing' AND +state = ? AND id IN (?, ...)
 RETURNING id
 
 -- name: prunable
