@@ -85,7 +85,7 @@ class Queue:
         specs = []
         for number, job in enumerate(jobs, start=1):
             try:
-                specs.append(parse_job_spec(dict(job)))
+                specs.append(parse_job_spec(dict(job), self.settings.job_types))
             except InvalidInput as error:
                 raise InvalidInput(f"job {number}: {error}", error.field) from None
         return service.enqueue_specs(self._store, self.settings, specs)

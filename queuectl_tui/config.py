@@ -14,7 +14,7 @@ import os
 import stat
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +22,25 @@ from .errors import ConfigurationError, InvalidInput
 from .files import DEFAULT_FILE_MODE, create_exclusive
 from .lifecycle import RetryPolicy
 from .location import normalise, scheme
-from .models import MAX_QUEUE_LIMIT, queue_limit_text, queue_name
+from .models import (
+    MAX_QUEUE_LIMIT,
+    MAX_RETRIES_LIMIT,
+    JobType,
+    job_type_name,
+    parse_job_spec,
+    queue_limit_text,
+    queue_name,
+)
 
 DEFAULT_CONFIG_FILE = "config.json"
 ENV_DB = "QUEUECTL_DB"
 ENV_CONFIG = "QUEUECTL_CONFIG"
+ENV_READ_TOKEN = "QUEUECTL_READ_TOKEN"
+ENV_WRITE_TOKEN = "QUEUECTL_WRITE_TOKEN"
+# Keys of config.json that hold objects rather than one value; read by their own parsers.
+JOB_TYPES_KEY = "job_types"
+TOKENS_KEY = "http_tokens"
+MIN_TOKEN_LENGTH = 16
 HUNG_POOL_FACTOR = 4  # the default hung-pool-timeout, in stale-worker-timeouts
 
 
@@ -163,6 +177,21 @@ SETTINGS: tuple[SettingSpec, ...] = (
         36500.0,
         "days a running pool keeps dead jobs before removing them (0: keep them all)",
     ),
+    SettingSpec(
+        "max_queue_depth",
+        int,
+        0,
+        10**12,
+        "jobs waiting to run (pending and failed) beyond which HTTP submissions get 429 "
+        "(0: no limit)",
+    ),
+    SettingSpec(
+        "http_body_limit",
+        int,
+        1024,
+        64 * 1024 * 1024,
+        "bytes of an HTTP request body beyond which it gets 413",
+    ),
 )
 SETTINGS_BY_KEY: dict[str, SettingSpec] = {spec.key: spec for spec in SETTINGS}
 
@@ -172,6 +201,15 @@ ALIASES: dict[str, str] = {
     "default_retries": "max_retries",
     "stale_worker_timeout_seconds": "stale_worker_timeout",
 }
+
+
+@dataclass(frozen=True, slots=True)
+class ApiToken:
+    """A bearer token of the HTTP face: its name (the audit trail's actor) and its access."""
+
+    name: str
+    secret: str
+    write: bool  # write tokens also read
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +230,11 @@ class Settings:
     keep_cancelled_days: float = 7.0
     keep_dead_days: float = 0.0
     queue_limits: str = ""  # "reports=2,emails=5": set by each pool as it starts
+    max_queue_depth: int = 0  # 0: no admission limit
+    http_body_limit: int = 1024 * 1024
+    # From config.json's objects (not `config set`): typed jobs and the HTTP tokens.
+    job_types: Mapping[str, JobType] = field(default_factory=dict)
+    tokens: tuple[ApiToken, ...] = ()
     # Where the settings came from; not settings themselves.
     config_file: str | None = None
 
@@ -316,11 +359,81 @@ def read_config_file(path: Path) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for name, value in raw.items():
         try:
-            spec = setting_spec(str(name))
-            values[spec.key] = coerce(spec, value)
+            if name == JOB_TYPES_KEY:
+                values[name] = parse_job_types(value)
+            elif name == TOKENS_KEY:
+                values["tokens"] = parse_tokens(value)
+            else:
+                spec = setting_spec(str(name))
+                values[spec.key] = coerce(spec, value)
         except ConfigError as error:
             raise ConfigError(f"config file {path}: {error}") from None
     return values
+
+
+def parse_job_types(raw: Any) -> dict[str, JobType]:
+    """config.json's `job_types`: {"email": {"command": "...", "max_retries": 3, ...}}."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{JOB_TYPES_KEY} must be an object of type name to its settings")
+    types: dict[str, JobType] = {}
+    allowed = {"command", "max_retries", "timeout", "priority", "queue", "max_queue_depth"}
+    for name, fields in raw.items():
+        where = f"{JOB_TYPES_KEY}.{name}"
+        try:
+            job_type_name(name, f"{JOB_TYPES_KEY}: {name!r}")
+            if not isinstance(fields, dict):
+                raise ConfigError(f"{where} must be an object with a 'command'")
+            unknown = sorted(set(fields) - allowed)
+            if unknown:
+                known = ", ".join(sorted(allowed))
+                raise ConfigError(f"{where}: unknown field {unknown[0]!r} (known: {known})")
+            depth = fields.get("max_queue_depth")
+            if depth is not None and (
+                isinstance(depth, bool) or not isinstance(depth, int) or depth < 1
+            ):
+                raise ConfigError(f"{where}.max_queue_depth must be a whole number above 0")
+            # The same rules as a job's own fields, so a type never makes a job they refuse.
+            spec = parse_job_spec({key: fields[key] for key in fields if key != "max_queue_depth"})
+        except InvalidInput as error:
+            raise ConfigError(f"{where}: {error}") from None
+        if spec.max_retries is not None and spec.max_retries > MAX_RETRIES_LIMIT:
+            raise ConfigError(f"{where}.max_retries must be at most {MAX_RETRIES_LIMIT}")
+        types[name] = JobType(
+            name, spec.command, spec.max_retries, spec.timeout, spec.priority, spec.queue, depth
+        )
+    return types
+
+
+def parse_tokens(raw: Any) -> tuple[ApiToken, ...]:
+    """config.json's `http_tokens`: {"ci": {"token": "...", "access": "write"}, ...}."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{TOKENS_KEY} must be an object of token name to its token and access")
+    tokens = []
+    for name, fields in raw.items():
+        where = f"{TOKENS_KEY}.{name}"
+        if not isinstance(fields, dict) or set(fields) - {"token", "access"}:
+            raise ConfigError(f"{where} must be an object with 'token' and 'access'")
+        secret, access = fields.get("token"), fields.get("access", "read")
+        if not isinstance(secret, str) or len(secret) < MIN_TOKEN_LENGTH or not secret.isascii():
+            raise ConfigError(f"{where}.token must be at least {MIN_TOKEN_LENGTH} ASCII characters")
+        if access not in ("read", "write"):
+            raise ConfigError(f"{where}.access must be 'read' or 'write'")
+        tokens.append(ApiToken(str(name), secret, access == "write"))
+    return tuple(tokens)
+
+
+def environment_tokens(env: Mapping[str, str]) -> tuple[ApiToken, ...]:
+    """Tokens given in the environment, named after their variable."""
+    found = []
+    for variable, write in ((ENV_READ_TOKEN, False), (ENV_WRITE_TOKEN, True)):
+        secret = env.get(variable)
+        if secret:
+            if len(secret) < MIN_TOKEN_LENGTH or not secret.isascii():
+                raise ConfigError(
+                    f"{variable} must be at least {MIN_TOKEN_LENGTH} ASCII characters"
+                )
+            found.append(ApiToken(variable.lower(), secret, write))
+    return tuple(found)
 
 
 def load_settings(
@@ -342,6 +455,7 @@ def load_settings(
             if scheme(database) is None and not Path(database).is_absolute():
                 database = str(path.parent / database)  # relative to the config file
             values["database"] = database
+    values["tokens"] = values.get("tokens", ()) + environment_tokens(env)
     settings = replace(Settings(), config_file=config_file, **values)
     override = db_path or env.get(ENV_DB)
     if override:

@@ -6,8 +6,10 @@ front end call it, so a job is accepted or refused for the same reasons everywhe
 
 from __future__ import annotations
 
+import json
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, NamedTuple
@@ -85,6 +87,9 @@ MAX_PRIORITY = 2**31 - 1
 MAX_RETRIES_LIMIT = 100
 MAX_TIMEOUT_SECONDS = 7 * 86400
 DEFAULT_QUEUE = "default"
+# A typed job's payload, as JSON text: it travels in the environment too (QUEUECTL_PAYLOAD),
+# where Linux allows one variable 128 KiB, and on stdin through one pipe buffer.
+MAX_PAYLOAD_BYTES = 64 * 1024
 MAX_QUEUE_LIMIT = 100_000  # running jobs of one queue at once, over every pool
 QUEUE_NAME_RULE = "1 to 64 letters, digits, '-', '_' or '.'"
 _QUEUE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
@@ -117,6 +122,8 @@ class Job:
     last_error: str | None
     queue: str = DEFAULT_QUEUE
     cancel_requested_at: int | None = None  # an operator asked to cancel it while it ran
+    job_type: str | None = None  # a typed job: its type's command gets `payload` on stdin
+    payload: str | None = None  # JSON text
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape of a job, times as ISO 8601 UTC."""
@@ -141,6 +148,8 @@ class Job:
             "exit_code": self.exit_code,
             "last_error": self.last_error,
             "cancel_requested_at": to_iso(self.cancel_requested_at),
+            "type": self.job_type,
+            "payload": None if self.payload is None else json.loads(self.payload),
         }
 
 
@@ -220,6 +229,22 @@ class JobSpec(NamedTuple):
     timeout: float | None = None
     idempotency_key: str | None = None
     queue: str = DEFAULT_QUEUE
+    job_type: str | None = None
+    payload: str | None = None  # JSON text, only with a job_type
+
+
+@dataclass(frozen=True, slots=True)
+class JobType:
+    """A named kind of job (config.json `job_types`): the command its jobs run, given their
+    payload as JSON on stdin and in QUEUECTL_PAYLOAD, and the defaults a job may override."""
+
+    name: str
+    command: str
+    max_retries: int | None = None
+    timeout: float | None = None
+    priority: int = 0
+    queue: str = DEFAULT_QUEUE
+    max_queue_depth: int | None = None  # waiting jobs of this type beyond which HTTP says 429
 
 
 class JobSpecError(InvalidInput):
@@ -229,6 +254,8 @@ class JobSpecError(InvalidInput):
 JOB_FIELDS = (
     "id",
     "command",
+    "type",
+    "payload",
     "queue",
     "priority",
     "run_at",
@@ -300,8 +327,9 @@ def _timeout(value: Any) -> float:
     return float(value)
 
 
-def parse_job_spec(obj: Any) -> JobSpec:
-    """Validate one decoded JSON value as enqueue input.
+def parse_job_spec(obj: Any, job_types: Mapping[str, JobType] | None = None) -> JobSpec:
+    """Validate one decoded JSON value as enqueue input: a job with a `command`, or a typed
+    job (`type` and `payload`), whose command and defaults come from `job_types`.
 
     Raises JobSpecError naming the offending field; never returns a partially valid spec.
     Only the fields present are examined, which keeps bulk validation cheap."""
@@ -330,6 +358,8 @@ def parse_job_spec(obj: Any) -> JobSpec:
         shown = printable(name, single_line=True)
         raise JobSpecError(f"unknown field '{shown}' (known: {', '.join(JOB_FIELDS)})", name)
 
+    if "type" in obj or "payload" in obj:
+        return _typed_job_spec(obj, job_types or {})
     command = obj.get("command")
     if command is None:
         raise JobSpecError("field 'command' is required", "command")
@@ -362,6 +392,60 @@ def parse_job_spec(obj: Any) -> JobSpec:
         None if key is None else _text(key, "idempotency_key", MAX_KEY_LENGTH),
         DEFAULT_QUEUE if queue is None else queue_name(queue, "queue"),
     )
+
+
+def _typed_job_spec(obj: dict[str, Any], job_types: Mapping[str, JobType]) -> JobSpec:
+    if "command" in obj:
+        raise JobSpecError("give a job either a 'command' or a 'type', not both", "command")
+    name = obj.get("type")
+    if name is None:
+        raise JobSpecError("field 'payload' needs a 'type' whose command gets it", "type")
+    if not isinstance(name, str):
+        raise JobSpecError("field 'type' must be a string", "type")
+    job_type = job_types.get(name)
+    if job_type is None:
+        shown = printable(name, single_line=True)
+        known = ", ".join(sorted(job_types)) or "none are configured (config.json job_types)"
+        raise JobSpecError(f"unknown job type '{shown}' (known: {known})", "type")
+    payload = _payload(obj.get("payload"))
+    fields = {key: value for key, value in obj.items() if key not in ("type", "payload")}
+    fields["command"] = job_type.command
+    base = parse_job_spec(fields)
+    return base._replace(
+        priority=job_type.priority if obj.get("priority") is None else base.priority,
+        max_retries=job_type.max_retries if base.max_retries is None else base.max_retries,
+        timeout=job_type.timeout if base.timeout is None else base.timeout,
+        queue=job_type.queue if obj.get("queue") is None else base.queue,
+        job_type=job_type.name,
+        payload=payload,
+    )
+
+
+def _payload(value: Any) -> str:
+    """A payload as the compact JSON text its command gets."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        size = len(text.encode("utf-8"))
+    except (ValueError, UnicodeEncodeError):
+        message = "field 'payload' must be JSON text of valid Unicode"
+        raise JobSpecError(message, "payload") from None
+    except RecursionError:
+        raise JobSpecError("field 'payload' is nested too deeply", "payload") from None
+    if size > MAX_PAYLOAD_BYTES:
+        raise JobSpecError(
+            f"field 'payload' must be at most {MAX_PAYLOAD_BYTES // 1024} KiB as JSON, "
+            f"not {size:,} bytes",
+            "payload",
+        )
+    return text
+
+
+def job_type_name(value: Any, label: str) -> str:
+    """A job type's name: the rule of queue names."""
+    if not isinstance(value, str) or _QUEUE_NAME.fullmatch(value) is None:
+        shown = printable(str(value), single_line=True)
+        raise JobSpecError(f"{label} must be a name of {QUEUE_NAME_RULE}, not {shown!r}", "type")
+    return value
 
 
 def queue_limit_text(text: str) -> int | None:

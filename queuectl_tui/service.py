@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import json.scanner
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from .config import Settings
@@ -16,6 +16,7 @@ from .models import (
     JobSpec,
     JobSpecError,
     JobState,
+    JobType,
     QueueCounts,
     Worker,
     WorkerStatus,
@@ -61,8 +62,9 @@ def _bounded_int(digits: str) -> int:
     return int(digits)
 
 
-def parse_job_json(text: str) -> JobSpec:
-    """One job from JSON text, validated (InputError names the field)."""
+def parse_job_json(text: str, job_types: Mapping[str, JobType] | None = None) -> JobSpec:
+    """One job from JSON text, validated (InputError names the field); a typed job's type
+    must be one of `job_types`."""
     try:
         obj = json.loads(text, parse_int=_bounded_int)
     except json.JSONDecodeError as error:
@@ -71,7 +73,7 @@ def parse_job_json(text: str) -> JobSpec:
     except RecursionError:
         raise InputError("invalid JSON: values nested too deeply") from None
     try:
-        return parse_job_spec(obj)
+        return parse_job_spec(obj, job_types)
     except JobSpecError as error:
         raise InputError(str(error), error.field) from None
 
@@ -82,7 +84,9 @@ BULK_BATCH = 20_000
 
 
 def parse_job_batches(
-    lines: Iterable[str], batch_size: int = BULK_BATCH
+    lines: Iterable[str],
+    batch_size: int = BULK_BATCH,
+    job_types: Mapping[str, JobType] | None = None,
 ) -> Iterator[list[JobSpec]]:
     """JSON Lines, one job per non-blank line, validated and yielded a batch at a time.
 
@@ -94,24 +98,30 @@ def parse_job_batches(
         chunk = numbered[start : start + batch_size]
         objects = _decode(chunk)
         try:
-            specs = [parse_job_spec(obj) for obj in objects]
+            specs = [parse_job_spec(obj, job_types) for obj in objects]
         except JobSpecError:  # find the first bad line again, to name it
             specs = [
-                _validate(number, obj) for (number, _), obj in zip(chunk, objects, strict=True)
+                _validate(number, obj, job_types)
+                for (number, _), obj in zip(chunk, objects, strict=True)
             ]
         before = len(seen)
         seen.update(spec.id for spec in specs)
         if len(seen) - before != len(specs):
-            _repeated_id(numbered[: start + len(chunk)], specs, start)
+            _repeated_id(numbered[: start + len(chunk)], specs, start, job_types)
         yield specs
 
 
-def _repeated_id(numbered: list[tuple[int, str]], specs: list[JobSpec], start: int) -> None:
+def _repeated_id(
+    numbered: list[tuple[int, str]],
+    specs: list[JobSpec],
+    start: int,
+    job_types: Mapping[str, JobType] | None,
+) -> None:
     """Raise InputError for the first id of this chunk that appeared on an earlier line (the
     rare path: the ids of earlier chunks are read again to find where)."""
     first_line_of: dict[str, int] = {}
     for number, line in numbered[:start]:
-        spec = parse_job_spec(_decode_json(line))
+        spec = parse_job_spec(_decode_json(line), job_types)
         first_line_of.setdefault(spec.id, number)
     for spec, (number, _) in zip(specs, numbered[start:], strict=True):
         earlier = first_line_of.setdefault(spec.id, number)
@@ -151,9 +161,9 @@ def _decode_line(number: int, line: str) -> object:
     return objects[0]
 
 
-def _validate(number: int, obj: object) -> JobSpec:
+def _validate(number: int, obj: object, job_types: Mapping[str, JobType] | None) -> JobSpec:
     try:
-        return parse_job_spec(obj)
+        return parse_job_spec(obj, job_types)
     except JobSpecError as error:
         raise InputError(f"line {number}: {error}", error.field) from None
 
@@ -167,7 +177,7 @@ def enqueue_lines(store: Store, settings: Settings, lines: Iterable[str]) -> Bul
 
     Validation happens before the transaction opens, so the write lock (which every worker's
     heartbeat needs too) is held only for the inserts themselves."""
-    batches = list(parse_job_batches(lines))
+    batches = list(parse_job_batches(lines, job_types=settings.job_types))
     return store.enqueue_batches(batches, settings.max_retries, now_ms())
 
 

@@ -78,8 +78,9 @@ def enqueue(
 ) -> None:
     """Add a job (or many) to the queue.
 
-    Fields: id, command (required), priority, run_at (ISO 8601), max_retries, timeout
-    (seconds), idempotency_key.
+    Fields: id, command (required), queue, priority, run_at (ISO 8601), max_retries, timeout
+    (seconds), idempotency_key. A typed job gives type and payload instead of command: the
+    type's command (config.json job_types) gets the payload as JSON on stdin.
 
     Example: queuectl enqueue '{"id":"job1","command":"echo Hello"}'
     """
@@ -100,7 +101,7 @@ def enqueue(
             print(f"Enqueued {result.created} {noun}" + (skipped if result.existing else ""))
         return
     assert job_json is not None
-    spec = service.parse_job_json(job_json)
+    spec = service.parse_job_json(job_json, settings.job_types)
     with open_store(ctx) as store:
         outcome = service.enqueue(store, settings, spec)
     job = outcome.job

@@ -319,7 +319,10 @@ class Dispatcher(threading.Thread):
                     timeout=job.timeout or ctx.settings.job_timeout,
                     output_limit=ctx.settings.output_limit,
                     kill_grace=ctx.settings.kill_grace,
-                    env=job_environment(job.id, job.runs, slot.worker_id),
+                    env=job_environment(
+                        job.id, job.runs, slot.worker_id, job.job_type, job.payload
+                    ),
+                    stdin=None if job.job_type is None else (job.payload or "null").encode(),
                 )
                 slot.run = run
                 self._by_run[id(run)] = slot

@@ -116,8 +116,10 @@ class Run:
         output_limit: int,
         kill_grace: float,
         env: Mapping[str, str] | None = None,
+        stdin: bytes | None = None,
     ) -> None:
         self.command = command
+        self.stdin = stdin  # a typed job's payload; the command reads it from its stdin
         self.timeout = timeout
         self.kill_grace = kill_grace
         self.env = os.environ if env is None else env
@@ -152,7 +154,7 @@ class Run:
         if self.result is not None:
             return  # cancelled before it started
         try:
-            child = spawn_shell(self.command, self.env)
+            child = spawn_shell(self.command, self.env, self.stdin)
         except OSError as error:
             error_text = f"could not start /bin/sh: {error}"
             if error.errno in _RESOURCE_ERRORS:
@@ -523,9 +525,16 @@ def _proc_pids() -> list[int]:
 _base_environment: dict[str, str] | None = None
 
 
-def job_environment(job_id: str, attempt: int, worker_id: str) -> dict[str, str]:
-    """The pool's environment plus the job's identity. The pool's environment is read once:
-    decoding os.environ for every job cost a busy pool 5% of its time."""
+def job_environment(
+    job_id: str,
+    attempt: int,
+    worker_id: str,
+    job_type: str | None = None,
+    payload: str | None = None,
+) -> dict[str, str]:
+    """The pool's environment plus the job's identity (and a typed job's type and payload).
+    The pool's environment is read once: decoding os.environ for every job cost a busy pool
+    5% of its time."""
     global _base_environment
     if _base_environment is None:
         _base_environment = dict(os.environ)
@@ -533,4 +542,7 @@ def job_environment(job_id: str, attempt: int, worker_id: str) -> dict[str, str]
     env["QUEUECTL_JOB_ID"] = job_id
     env["QUEUECTL_ATTEMPT"] = str(attempt)
     env["QUEUECTL_WORKER"] = worker_id
+    if job_type is not None:
+        env["QUEUECTL_JOB_TYPE"] = job_type
+        env["QUEUECTL_PAYLOAD"] = "null" if payload is None else payload
     return env

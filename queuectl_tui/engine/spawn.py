@@ -81,19 +81,39 @@ def seal_inherited_fds() -> None:
                 pass  # the directory listing's own descriptor, already closed
 
 
-def spawn_shell(command: str, env: Mapping[str, str]) -> Child:
-    """Start the command; raises OSError if the shell cannot be started."""
+def _stdin_pipe(data: bytes) -> int:
+    """The read end of a pipe that holds `data` and then ends: the write end is filled and
+    closed before the child starts, so no thread has to feed it. A payload is at most
+    models.MAX_PAYLOAD_BYTES, which fits Linux's default pipe buffer of 64 KiB."""
+    read_fd, write_fd = os.pipe()
+    try:
+        written = 0
+        while written < len(data):
+            written += os.write(write_fd, data[written:])
+    except BaseException:
+        os.close(read_fd)
+        raise
+    finally:
+        os.close(write_fd)
+    return _above_stdio(read_fd)
+
+
+def spawn_shell(command: str, env: Mapping[str, str], stdin: bytes | None = None) -> Child:
+    """Start the command, with `stdin` on its standard input (else /dev/null); raises OSError
+    if the shell cannot be started."""
     read_fd, write_fd = os.pipe()  # both ends close-on-exec (PEP 446)
     read_fd, write_fd = _above_stdio(read_fd), _above_stdio(write_fd)
+    input_fd: int | None = None
     try:
+        input_fd = None if stdin is None else _stdin_pipe(stdin)
         if not _POSIX_SPAWN_SETSID:
-            return _popen(command, env, read_fd, write_fd)
+            return _popen(command, env, read_fd, write_fd, input_fd)
         pid = os.posix_spawn(
             SHELL,
             [SHELL, "-c", command],
             env,
             file_actions=[
-                (os.POSIX_SPAWN_DUP2, _devnull(), 0),
+                (os.POSIX_SPAWN_DUP2, _devnull() if input_fd is None else input_fd, 0),
                 (os.POSIX_SPAWN_DUP2, write_fd, 1),
                 (os.POSIX_SPAWN_DUP2, write_fd, 2),
             ],
@@ -107,13 +127,17 @@ def spawn_shell(command: str, env: Mapping[str, str]) -> Child:
         raise
     finally:
         os.close(write_fd)
+        if input_fd is not None:
+            os.close(input_fd)
     return Child(pid, read_fd)
 
 
-def _popen(command: str, env: Mapping[str, str], read_fd: int, write_fd: int) -> Child:
+def _popen(
+    command: str, env: Mapping[str, str], read_fd: int, write_fd: int, input_fd: int | None
+) -> Child:
     process = subprocess.Popen(
         [SHELL, "-c", command],
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL if input_fd is None else input_fd,
         stdout=write_fd,
         stderr=write_fd,
         start_new_session=True,

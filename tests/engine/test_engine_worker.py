@@ -38,10 +38,10 @@ def test_a_bug_while_starting_a_job_fails_that_job_and_the_pool_carries_on(
 ) -> None:
     real = dispatch.job_environment
 
-    def faulty(job_id: str, attempt: int, worker_id: str) -> dict[str, str]:
+    def faulty(job_id: str, *rest: Any) -> dict[str, str]:
         if job_id == "boom":
             raise RuntimeError("injected fault")
-        return real(job_id, attempt, worker_id)
+        return real(job_id, *rest)
 
     monkeypatch.setattr(dispatch, "job_environment", faulty)
     pool = InProcessPool(database, count=2)

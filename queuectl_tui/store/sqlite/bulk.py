@@ -26,6 +26,8 @@ _COLUMNS = (
     ("timeout", 5, "NULL"),
     ("idempotency_key", 6, "NULL"),
     ("queue", 7, "'default'"),
+    ("job_type", 8, "NULL"),
+    ("payload", 9, "NULL"),
 )
 _QUEUE = 7
 _DEFAULTS = JobSpec("", "")

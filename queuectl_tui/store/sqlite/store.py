@@ -96,6 +96,8 @@ class SQLiteStore(Store):
                         now,
                         now,
                         spec.queue,
+                        spec.job_type,
+                        spec.payload,
                     ),
                 )
             except sqlite3.IntegrityError:

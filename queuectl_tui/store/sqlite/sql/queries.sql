@@ -15,11 +15,12 @@
 
 -- name: insert_job
 INSERT INTO jobs (id, command, state, priority, run_at, max_retries, timeout, idempotency_key,
-                  created_at, updated_at, queue)
-VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?)
+                  created_at, updated_at, queue, job_type, payload)
+VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 RETURNING seq, id, command, state, priority, run_at, max_retries, timeout, attempts, runs,
           idempotency_key, created_at, updated_at, claimed_at, worker_id, worker_pid,
-          finished_at, exit_code, last_error, queue, cancel_requested_at
+          finished_at, exit_code, last_error, queue, cancel_requested_at,
+       job_type, payload
 
 -- name: count_inserted
 -- New jobs are pending; their counter is kept here, once per statement, rather than by a
@@ -40,19 +41,22 @@ SELECT coalesce(max(seq), 0) FROM jobs
 -- name: job_by_idempotency_key
 SELECT seq, id, command, state, priority, run_at, max_retries, timeout, attempts, runs,
        idempotency_key, created_at, updated_at, claimed_at, worker_id, worker_pid,
-       finished_at, exit_code, last_error, queue, cancel_requested_at
+       finished_at, exit_code, last_error, queue, cancel_requested_at,
+       job_type, payload
   FROM jobs WHERE idempotency_key = ?
 
 -- name: job_by_id
 SELECT seq, id, command, state, priority, run_at, max_retries, timeout, attempts, runs,
        idempotency_key, created_at, updated_at, claimed_at, worker_id, worker_pid,
-       finished_at, exit_code, last_error, queue, cancel_requested_at
+       finished_at, exit_code, last_error, queue, cancel_requested_at,
+       job_type, payload
   FROM jobs WHERE id = ?
 
 -- name: job_by_seq
 SELECT seq, id, command, state, priority, run_at, max_retries, timeout, attempts, runs,
        idempotency_key, created_at, updated_at, claimed_at, worker_id, worker_pid,
-       finished_at, exit_code, last_error, queue, cancel_requested_at
+       finished_at, exit_code, last_error, queue, cancel_requested_at,
+       job_type, payload
   FROM jobs WHERE seq = ?
 
 -- name: stored_id_among
@@ -70,7 +74,8 @@ SELECT j.id AS job_id, a.number, a.worker_id, a.scheduled_at, a.started_at, a.fi
 -- that keeps its index (jobs_state_seq for a state, the rowid otherwise).
 SELECT seq, id, command, state, priority, run_at, max_retries, timeout, attempts, runs,
        idempotency_key, created_at, updated_at, claimed_at, worker_id, worker_pid,
-       finished_at, exit_code, last_error, queue, cancel_requested_at
+       finished_at, exit_code, last_error, queue, cancel_requested_at,
+       job_type, payload
   FROM jobs
 
 -- name: list_jobs_in_state
@@ -270,7 +275,8 @@ UPDATE jobs SET state = 'processing', worker_id = ?, worker_pid = ?, claimed_at 
    AND run_at <= ?
 RETURNING seq, id, command, state, priority, run_at, max_retries, timeout, attempts, runs,
           idempotency_key, created_at, updated_at, claimed_at, worker_id, worker_pid,
-          finished_at, exit_code, last_error, queue, cancel_requested_at
+          finished_at, exit_code, last_error, queue, cancel_requested_at,
+       job_type, payload
 
 -- name: first_waiting
 -- The first job of one queue in claim order, due or not (see claim_next).
@@ -310,7 +316,8 @@ UPDATE jobs SET state = 'processing', worker_id = ?, worker_pid = ?, claimed_at 
  WHERE seq = ? AND state IN ('pending', 'failed')
 RETURNING seq, id, command, state, priority, run_at, max_retries, timeout, attempts, runs,
           idempotency_key, created_at, updated_at, claimed_at, worker_id, worker_pid,
-          finished_at, exit_code, last_error, queue, cancel_requested_at
+          finished_at, exit_code, last_error, queue, cancel_requested_at,
+       job_type, payload
 
 -- name: active_workers_among
 SELECT id FROM workers WHERE status IN ('idle', 'busy', 'stopping') AND id IN (?, ...)
@@ -354,7 +361,8 @@ UPDATE workers SET status = 'lost', stopped_at = ?, current_job = NULL
 -- name: orphaned_jobs
 SELECT seq, id, command, state, priority, run_at, max_retries, timeout, attempts, runs,
        idempotency_key, created_at, updated_at, claimed_at, worker_id, worker_pid,
-       finished_at, exit_code, last_error, queue, cancel_requested_at
+       finished_at, exit_code, last_error, queue, cancel_requested_at,
+       job_type, payload
   FROM jobs
  WHERE state = 'processing'
    AND worker_id NOT IN (SELECT id FROM workers WHERE status IN ('idle', 'busy', 'stopping'))
