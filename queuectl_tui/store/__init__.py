@@ -8,6 +8,7 @@ from pathlib import Path
 from ..errors import ConfigurationError
 from ..location import normalise, scheme
 from .base import (
+    Admission,
     BulkEnqueueResult,
     ChangeFeed,
     DuplicateJobError,
@@ -22,6 +23,8 @@ from .base import (
     StoreCorrupt,
     StoreError,
     StoreWaitingError,
+    SubmitResult,
+    Submitted,
 )
 from .options import StoreOptions
 from .sqlite import SQLiteStore
@@ -55,6 +58,7 @@ def open_store(location: str | Path, options: StoreOptions = StoreOptions()) -> 
 
 
 __all__ = [
+    "Admission",
     "BulkEnqueueResult",
     "ChangeFeed",
     "DuplicateJobError",
@@ -71,5 +75,7 @@ __all__ = [
     "StoreError",
     "StoreOptions",
     "StoreWaitingError",
+    "SubmitResult",
+    "Submitted",
     "open_store",
 ]

@@ -3,8 +3,9 @@ first implementation and a PostgreSQL store can implement the same methods later
 
 from __future__ import annotations
 
+import enum
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,6 +94,28 @@ class StoreCorrupt(Damaged):
 class EnqueueResult:
     job: Job
     created: bool  # False: an existing job with the same idempotency key was returned
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """How full the queue may get before a submission is refused (backpressure)."""
+
+    max_depth: int | None = None  # jobs waiting to run (pending and failed), all queues
+    type_limits: Mapping[str, int] = field(default_factory=dict)  # waiting jobs per type
+
+
+class Submitted(enum.Enum):
+    CREATED = "created"
+    EXISTING = "existing"  # its idempotency key was known: that job, nothing created
+    DUPLICATE_ID = "duplicate_id"  # another job has its id: nothing created
+    REJECTED = "rejected"  # the queue is full (Admission): nothing created
+
+
+@dataclass(frozen=True, slots=True)
+class SubmitResult:
+    status: Submitted
+    job: Job | None  # the job created or found (CREATED, EXISTING)
+    reason: str = ""  # why it was refused
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +236,18 @@ class Store(ABC):
     ) -> BulkEnqueueResult:
         """Store many jobs in one transaction: all or nothing (DuplicateJobError names one)."""
         return self.enqueue_batches([specs], default_max_retries, now)
+
+    @abstractmethod
+    def submit(
+        self,
+        specs: Sequence[JobSpec],
+        default_max_retries: int,
+        now: int,
+        admission: Admission,
+    ) -> list[SubmitResult]:
+        """Many independent submissions in one durable transaction (a group commit): each is
+        created, found by its idempotency key, refused for its id, or refused because the
+        queue is full (counted as an admission rejection), on its own, in order."""
 
     @abstractmethod
     def enqueue_batches(

@@ -172,6 +172,13 @@ def _active_workers(conn: sqlite3.Connection, worker_ids: Sequence[str]) -> list
     return [worker_id for worker_id in worker_ids if worker_id in active]
 
 
+def _late(conn: sqlite3.Connection) -> SettleResult:
+    """A result the fence turned away (its job was recovered meanwhile): it changes nothing
+    but the count of late results."""
+    conn.execute(SQL["add_to_counter"], (1, "late_results"))
+    return SettleResult(None, None)
+
+
 def _settle_one(
     conn: sqlite3.Connection, settlement: Settlement, policy: RetryPolicy
 ) -> SettleResult:
@@ -184,13 +191,13 @@ def _settle_one(
             SQL["complete_job"], (now, settlement.exit_code, settlement.error, now, *fence)
         ).fetchone()
         if row is None:
-            return SettleResult(None, None)
+            return _late(conn)
         state, scheduled_at = JobState.COMPLETED, row[0]
         run_at = scheduled_at
     else:
         row = conn.execute(SQL["job_to_settle"], fence).fetchone()
         if row is None:
-            return SettleResult(None, None)
+            return _late(conn)
         scheduled_at, attempts, max_retries, cancel_requested = row
         step = after_attempt(
             outcome,

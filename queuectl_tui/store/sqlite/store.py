@@ -24,6 +24,7 @@ from ...models import (
     WorkerStatus,
 )
 from ..base import (
+    Admission,
     BulkEnqueueResult,
     CancelResult,
     ChangeFeed,
@@ -34,8 +35,9 @@ from ..base import (
     RetryResult,
     Settlement,
     Store,
+    SubmitResult,
 )
-from . import bulk, claims, control, ready
+from . import bulk, claims, control, ready, submit
 from .changes import SQLiteChangeFeed
 from .connection import Database
 from .rows import ATTEMPTS, AUDIT, JOBS, WORKERS
@@ -76,37 +78,21 @@ class SQLiteStore(Store):
 
     # -- jobs --------------------------------------------------------------------------------
     def enqueue(self, spec: JobSpec, default_max_retries: int, now: int) -> EnqueueResult:
-        def body(conn: sqlite3.Connection) -> EnqueueResult:
-            if spec.idempotency_key is not None:
-                known = JOBS.first(conn, SQL["job_by_idempotency_key"], (spec.idempotency_key,))
-                if known is not None:
-                    return EnqueueResult(known, created=False)
-            try:
-                job = JOBS.first(
-                    conn,
-                    SQL["insert_job"],
-                    (
-                        spec.id,
-                        spec.command,
-                        spec.priority,
-                        now if spec.run_at is None else spec.run_at,
-                        default_max_retries if spec.max_retries is None else spec.max_retries,
-                        spec.timeout,
-                        spec.idempotency_key,
-                        now,
-                        now,
-                        spec.queue,
-                        spec.job_type,
-                        spec.payload,
-                    ),
-                )
-            except sqlite3.IntegrityError:
-                raise DuplicateJobError(spec.id) from None
-            assert job is not None  # RETURNING gives the row inserted
-            conn.execute(SQL["count_inserted"], (spec.queue, 1))
-            return EnqueueResult(job, created=True)
+        return self._db.write(
+            lambda conn: submit.insert_one(conn, spec, default_max_retries, now), durable=True
+        )
 
-        return self._db.write(body, durable=True)
+    def submit(
+        self,
+        specs: Sequence[JobSpec],
+        default_max_retries: int,
+        now: int,
+        admission: Admission,
+    ) -> list[SubmitResult]:
+        return self._db.write(
+            lambda conn: submit.submit(conn, specs, default_max_retries, now, admission),
+            durable=True,
+        )
 
     def enqueue_batches(
         self, batches: Iterable[Sequence[JobSpec]], default_max_retries: int, now: int

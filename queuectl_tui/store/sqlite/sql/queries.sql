@@ -414,3 +414,19 @@ SELECT 1 FROM stop_requests WHERE id > ? LIMIT 1
 
 -- name: stop_requested_since
 SELECT 1 FROM stop_requests WHERE requested_at >= ? LIMIT 1
+
+
+-- == submissions and metrics' counters =======================================================
+
+-- name: waiting_depth
+-- Jobs waiting to run, every queue: what backpressure measures.
+SELECT coalesce(sum(n), 0) FROM queue_counts WHERE state IN ('pending', 'failed')
+
+-- name: waiting_of_type
+-- Waiting jobs of one type; the partial index holds only those, so the count reads no more
+-- entries than there are (and admission stops them at the type's limit).
+SELECT count(*) FROM jobs INDEXED BY jobs_waiting_type
+ WHERE job_type = ? AND state IN ('pending', 'failed')
+
+-- name: add_to_counter
+UPDATE counters SET n = n + ? WHERE name = ?
