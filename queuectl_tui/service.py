@@ -23,12 +23,14 @@ from .models import (
     parse_job_spec,
 )
 from .store import (
+    Admission,
     BulkEnqueueResult,
     EnqueueResult,
     QueueStats,
     Store,
     StoreError,
     StoreOptions,
+    SubmitResult,
     open_store,
 )
 from .timeutil import now_ms
@@ -170,6 +172,22 @@ def _validate(number: int, obj: object, job_types: Mapping[str, JobType] | None)
 
 def enqueue(store: Store, settings: Settings, spec: JobSpec) -> EnqueueResult:
     return store.enqueue(spec, settings.max_retries, now_ms())
+
+
+def admission(settings: Settings) -> Admission:
+    """How full the queue may get before a submission is refused (max-queue-depth, and each
+    job type's max_queue_depth)."""
+    limits = {
+        name: job_type.max_queue_depth
+        for name, job_type in settings.job_types.items()
+        if job_type.max_queue_depth is not None
+    }
+    return Admission(settings.max_queue_depth or None, limits)
+
+
+def submit(store: Store, settings: Settings, specs: Sequence[JobSpec]) -> list[SubmitResult]:
+    """Independent submissions in one durable transaction, each with its own outcome."""
+    return store.submit(specs, settings.max_retries, now_ms(), admission(settings))
 
 
 def enqueue_lines(store: Store, settings: Settings, lines: Iterable[str]) -> BulkEnqueueResult:

@@ -1,0 +1,70 @@
+"""What every route of one server shares: its settings, its token gate, the group committer
+and a store per thread (a store object serves one thread at a time)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+
+from .. import service
+from ..config import Settings
+from ..store import Store
+from .auth import Gate
+from .submitter import Submitter
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class ServeOptions:
+    allow_commands: bool = False  # take jobs with a raw `command`, not only typed ones
+    read_only: bool = False  # `queuectl dashboard --addr`: the dashboard and reads alone
+
+
+class Stores:
+    """One store per worker thread, opened on first use, all closed at shutdown."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._local = threading.local()
+        self._opened: list[Store] = []
+        self._lock = threading.Lock()
+
+    def _store(self) -> Store:
+        store: Store | None = getattr(self._local, "store", None)
+        if store is None:
+            store = service.open_queue(self._settings)
+            self._local.store = store
+            with self._lock:
+                self._opened.append(store)
+        return store
+
+    async def run(self, call: Callable[[Store], T]) -> T:
+        """`call(store)` on a worker thread, so that the event loop never waits on SQLite."""
+        return await run_in_threadpool(lambda: call(self._store()))
+
+    def close(self) -> None:
+        with self._lock:
+            for store in self._opened:
+                store.close()
+            self._opened.clear()
+
+
+@dataclass
+class Context:
+    settings: Settings
+    options: ServeOptions
+    gate: Gate
+    stores: Stores
+    submitter: Submitter
+    started: list[bool] = field(default_factory=list)
+
+
+def context(request: Request) -> Context:
+    found: Context = request.app.state.queuectl
+    return found

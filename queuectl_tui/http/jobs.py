@@ -1,0 +1,99 @@
+"""Jobs over HTTP: submit (POST /jobs, and the reference queue's POST /createJob), list and
+read them."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from .. import service
+from ..models import Attempt, Job, JobSpecError, parse_job_spec
+from ..store import Submitted
+from .context import context
+from .errors import HttpError
+from .requests import MAX_PAGE, cursor_param, int_param, json_body, queue_param, state_param
+
+RETRY_AFTER_SECONDS = 1  # a full queue drains at the pools' pace; ask again soon
+
+
+async def submit(request: Request) -> Response:
+    ctx = context(request)
+    ctx.gate.writer(request)
+    body = await json_body(request, ctx.settings.http_body_limit)
+    if body is None:
+        raise HttpError(400, "send the job as a JSON object")
+    try:
+        spec = parse_job_spec(body, ctx.settings.job_types)
+    except JobSpecError as error:
+        raise HttpError(422, str(error), error.field) from None
+    if spec.job_type is None and not ctx.options.allow_commands:
+        raise HttpError(
+            403,
+            "this server takes typed jobs only ('type' and 'payload'); a raw 'command' needs "
+            "`queuectl serve --allow-commands`",
+            "command",
+        )
+    result = await ctx.submitter.submit(spec)
+    if result.status is Submitted.CREATED:
+        assert result.job is not None
+        location = f"/jobs/{quote(result.job.id, safe='')}"
+        return JSONResponse(job_view(result.job), 201, headers={"Location": location})
+    if result.status is Submitted.EXISTING:
+        assert result.job is not None
+        return JSONResponse(job_view(result.job), 200)
+    if result.status is Submitted.DUPLICATE_ID:
+        raise HttpError(409, result.reason, "id")
+    raise HttpError(429, result.reason, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
+
+
+async def list_jobs(request: Request) -> Response:
+    ctx = context(request)
+    state, queue = state_param(request), queue_param(request)
+    limit = int_param(request, "limit", 50, 1, MAX_PAGE)
+    after = cursor_param(request)
+    page = await ctx.stores.run(
+        lambda store: service.list_jobs(store, state, limit + 1, after, queue=queue)
+    )
+    jobs = page.jobs[:limit]
+    more = len(page.jobs) > limit
+    return JSONResponse(
+        {
+            "jobs": [job_view(job) for job in jobs],
+            "next_cursor": str(jobs[-1].seq) if more and jobs else None,
+            "total": page.total,
+        }
+    )
+
+
+async def get_job(request: Request) -> Response:
+    ctx = context(request)
+    job_id = request.path_params["job_id"]
+    job, attempts = await ctx.stores.run(lambda store: service.job_history(store, job_id))
+    shown = ctx.gate.may_see_output(request)
+    return JSONResponse(
+        job_view(job) | {"attempt_history": [attempt_view(a, shown) for a in attempts]}
+    )
+
+
+def job_view(job: Job) -> dict[str, Any]:
+    return job.to_dict()
+
+
+def attempt_view(attempt: Attempt, with_output: bool) -> dict[str, Any]:
+    view = attempt.to_dict()
+    if not with_output:
+        view["output"] = None  # it may hold secrets: a token shows it
+    return view
+
+
+ROUTES = [
+    Route("/jobs", submit, methods=["POST"]),
+    Route("/createJob", submit, methods=["POST"]),
+    Route("/jobs", list_jobs, methods=["GET"]),
+    Route("/jobs/{job_id:path}", get_job, methods=["GET"]),
+]
+READ_ROUTES = ROUTES[2:]

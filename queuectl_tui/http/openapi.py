@@ -1,0 +1,200 @@
+"""The API's OpenAPI 3.1 document, served at /openapi.json: what each route takes and gives."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import __version__
+from ..models import MAX_ID_LENGTH, MAX_KEY_LENGTH, MAX_PRIORITY, MAX_RETRIES_LIMIT, STATES
+from .requests import MAX_PAGE
+
+_REF = "#/components/schemas/"
+
+
+def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _ref(name: str) -> dict[str, Any]:
+    return {"$ref": _REF + name}
+
+
+def _error(description: str) -> dict[str, Any]:
+    return _json(_ref("Error"), description)
+
+
+_QUEUE = {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,64}$"}
+_STATE = {"type": "string", "enum": [state.value for state in STATES]}
+_JOB_ID = {
+    "name": "job_id",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "string", "minLength": 1, "maxLength": MAX_ID_LENGTH},
+}
+_QUEUE_FILTER = {"name": "queue", "in": "query", "required": False, "schema": _QUEUE}
+_WRITE_ERRORS = {
+    "401": _error("a token is needed, or the one given is unknown"),
+    "403": _error("the token may only read"),
+}
+
+_SCHEMAS: dict[str, Any] = {
+    "Error": {
+        "type": "object",
+        "required": ["error", "field"],
+        "properties": {"error": {"type": "string"}, "field": {"type": ["string", "null"]}},
+    },
+    "JobInput": {
+        "type": "object",
+        "description": "A job with a 'command' (needs --allow-commands), or a typed job "
+        "('type' from config.json job_types, and its 'payload').",
+        "additionalProperties": False,
+        "properties": {
+            "id": {"type": "string", "minLength": 1, "maxLength": MAX_ID_LENGTH},
+            "command": {"type": "string", "minLength": 1},
+            "type": {"type": "string"},
+            "payload": {},
+            "queue": _QUEUE,
+            "priority": {"type": "integer", "minimum": -MAX_PRIORITY, "maximum": MAX_PRIORITY},
+            "run_at": {"type": "string", "format": "date-time"},
+            "max_retries": {"type": "integer", "minimum": 0, "maximum": MAX_RETRIES_LIMIT},
+            "timeout": {"type": "number", "exclusiveMinimum": 0},
+            "idempotency_key": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH},
+        },
+    },
+    "Job": {
+        "type": "object",
+        "required": ["id", "command", "queue", "state", "attempts", "max_retries", "priority"],
+        "properties": {
+            "id": {"type": "string"},
+            "command": {"type": "string"},
+            "queue": {"type": "string"},
+            "state": _STATE,
+            "type": {"type": ["string", "null"]},
+            "payload": {},
+            "attempts": {"type": "integer"},
+            "max_retries": {"type": "integer"},
+            "priority": {"type": "integer"},
+            "run_at": {"type": "string"},
+            "created_at": {"type": "string"},
+            "updated_at": {"type": "string"},
+            "last_error": {"type": ["string", "null"]},
+        },
+    },
+    "JobPage": {
+        "type": "object",
+        "required": ["jobs", "next_cursor", "total"],
+        "properties": {
+            "jobs": {"type": "array", "items": _ref("Job")},
+            "next_cursor": {"type": ["string", "null"]},
+            "total": {"type": "integer"},
+        },
+    },
+    "Result": {
+        "type": "object",
+        "required": ["id", "result"],
+        "properties": {"id": {"type": "string"}, "result": {"type": "string"}},
+    },
+    "Anything": {"type": "object"},
+}
+
+
+def _submit(summary: str) -> dict[str, Any]:
+    return {
+        "post": {
+            "summary": summary,
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": _ref("JobInput")}},
+            },
+            "responses": {
+                "201": _json(_ref("Job"), "created, and durable on disk"),
+                "200": _json(_ref("Job"), "its idempotency key was known: that job"),
+                "400": _error("the body is not JSON"),
+                "403": _error("a raw command, or a token that may only read"),
+                "401": _error("a token is needed"),
+                "409": _error("another job has this id"),
+                "413": _error("the body is too large"),
+                "415": _error("the body is not JSON"),
+                "422": _error("a field is invalid: 'field' names it"),
+                "429": _error("the queue is full (max-queue-depth): nothing was created"),
+            },
+        }
+    }
+
+
+def _action(summary: str, params: list[dict[str, Any]], body: bool = False) -> dict[str, Any]:
+    operation: dict[str, Any] = {
+        "summary": summary,
+        "parameters": params,
+        "responses": {
+            "200": _json(_ref("Anything"), "done"),
+            "202": _json(_ref("Result"), "a running job: its pool stops it now"),
+            "404": _error("no such job"),
+            "409": _error("the job is in a state the action leaves alone"),
+            "422": _error("invalid input"),
+            **_WRITE_ERRORS,
+        },
+    }
+    if body:
+        operation["requestBody"] = {
+            "required": False,
+            "content": {"application/json": {"schema": _ref("Anything")}},
+        }
+        operation["responses"]["400"] = _error("the body is not JSON")
+        operation["responses"]["413"] = _error("the body is too large")
+        operation["responses"]["415"] = _error("the body is not JSON")
+    return operation
+
+
+def _read(summary: str, schema: dict[str, Any], params: list[Any] | None = None) -> dict[str, Any]:
+    return {
+        "get": {
+            "summary": summary,
+            "parameters": params or [],
+            "responses": {"200": _json(schema, "found"), "422": _error("invalid parameter")},
+        }
+    }
+
+
+def document(read_only: bool) -> dict[str, Any]:
+    paths: dict[str, Any] = {
+        "/jobs": _read(
+            "Jobs, one keyset page at a time",
+            _ref("JobPage"),
+            [
+                {"name": "state", "in": "query", "required": False, "schema": _STATE},
+                _QUEUE_FILTER,
+                {
+                    "name": "limit",
+                    "in": "query",
+                    "required": False,
+                    "schema": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE},
+                },
+                {"name": "cursor", "in": "query", "required": False, "schema": {"type": "string"}},
+            ],
+        ),
+        "/jobs/{job_id}": _read("A job with its attempts", _ref("Job"), [_JOB_ID]),
+        "/status": _read("Jobs per state", _ref("Anything"), [_QUEUE_FILTER]),
+        "/stats": _read("Throughput, attempts and latencies", _ref("Anything"), [_QUEUE_FILTER]),
+        "/queues": _read("Every queue: depth, pause, limit", _ref("Anything")),
+        "/workers": _read("Workers with their heartbeat age", _ref("Anything")),
+        "/healthz": _read("Whether the database answers", _ref("Anything")),
+    }
+    paths["/jobs/{job_id}"]["get"]["responses"]["404"] = _error("no such job")
+    if not read_only:
+        paths["/jobs"].update(_submit("Submit a job"))
+        paths["/createJob"] = _submit("Submit a job (the reference queue's route)")
+        paths["/jobs/{job_id}"]["delete"] = _action("Delete a finished or waiting job", [_JOB_ID])
+        paths["/jobs/{job_id}/cancel"] = {"post": _action("Cancel a job", [_JOB_ID])}
+        paths["/jobs/{job_id}/retry"] = {"post": _action("Retry now or again", [_JOB_ID])}
+        paths["/dlq/retry"] = {"post": _action("Retry dead jobs: all, or ids", [], body=True)}
+        name = {"name": "name", "in": "path", "required": True, "schema": _QUEUE}
+        paths["/queues/{name}/pause"] = {"post": _action("Pause a queue", [name])}
+        paths["/queues/{name}/resume"] = {"post": _action("Resume a queue", [name])}
+        paths["/prune"] = {"post": _action("Remove old finished jobs", [], body=True)}
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "queuectl", "version": __version__},
+        "paths": paths,
+        "components": {"schemas": _SCHEMAS},
+    }

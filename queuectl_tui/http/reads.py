@@ -1,0 +1,66 @@
+"""What the queue looks like, over HTTP: status, stats, queues, workers, health."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from .. import control, service
+from ..store import StoreError
+from ..timeutil import now_ms
+from .context import context
+from .requests import queue_param
+
+
+async def status(request: Request) -> Response:
+    queue = queue_param(request)
+    counts = await context(request).stores.run(lambda store: service.queue_status(store, queue))
+    return JSONResponse(counts.to_dict())
+
+
+async def stats(request: Request) -> Response:
+    queue = queue_param(request)
+    result = await context(request).stores.run(lambda store: service.queue_stats(store, queue))
+    return JSONResponse(result.to_dict())
+
+
+async def queues(request: Request) -> Response:
+    found = await context(request).stores.run(control.queue_overview)
+    now = now_ms()
+    return JSONResponse({"queues": [queue.to_dict(now) for queue in found]})
+
+
+async def workers(request: Request) -> Response:
+    ctx = context(request)
+    stale = ctx.settings.stale_worker_timeout
+    active_only = request.query_params.get("active") in ("1", "true")
+    found = await ctx.stores.run(lambda store: service.shown_workers(store, stale, active_only))
+    now = now_ms()
+    return JSONResponse(
+        {
+            "workers": [
+                worker.to_dict() | {"heartbeat_age_s": max(0, now - worker.last_heartbeat) / 1000}
+                for worker in found
+            ],
+            "stale_after_s": stale,
+        }
+    )
+
+
+async def healthz(request: Request) -> Response:
+    """200 while the database answers a read; 503 with the reason when it does not."""
+    try:
+        await context(request).stores.run(lambda store: service.queue_status(store))
+    except StoreError as error:
+        return JSONResponse({"ok": False, "error": str(error)}, 503)
+    return JSONResponse({"ok": True})
+
+
+ROUTES = [
+    Route("/status", status, methods=["GET"]),
+    Route("/stats", stats, methods=["GET"]),
+    Route("/queues", queues, methods=["GET"]),
+    Route("/workers", workers, methods=["GET"]),
+    Route("/healthz", healthz, methods=["GET"]),
+]

@@ -1,0 +1,89 @@
+"""Reading a request: its JSON body (within the size limit) and its query parameters, each
+refused with the status and sentence a client can act on."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.requests import Request
+
+from ..errors import InvalidInput
+from ..models import STATES, JobState, queue_name
+from .errors import HttpError
+
+MAX_PAGE = 500  # jobs per page of GET /jobs
+
+
+async def json_body(request: Request, limit: int) -> Any:
+    """The decoded JSON body: 413 past `limit` bytes, 415 for another media type, 400 when it
+    is not JSON. An empty body is None."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise HttpError(413, f"the body is larger than {limit:,} bytes")
+    kind = request.headers.get("content-type", "application/json").split(";")[0].strip()
+    if kind and kind != "application/json" and not kind.endswith("+json"):
+        raise HttpError(415, f"send JSON (Content-Type: application/json), not {kind}")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise HttpError(413, f"the body is larger than {limit:,} bytes")
+    if not body.strip():
+        return None
+    try:
+        return json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise HttpError(400, "the body is not UTF-8") from None
+    except RecursionError:
+        raise HttpError(400, "invalid JSON: values nested too deeply") from None
+    except ValueError as error:  # JSONDecodeError, or an integer too long to convert
+        raise HttpError(400, f"invalid JSON: {error}") from None
+
+
+def state_param(request: Request) -> JobState | None:
+    value = request.query_params.get("state")
+    if value is None or value == "":
+        return None
+    try:
+        return JobState(value.lower())
+    except ValueError:
+        names = ", ".join(state.value for state in STATES)
+        raise HttpError(422, f"unknown state {value!r}; one of: {names}", "state") from None
+
+
+def queue_param(request: Request) -> str | None:
+    value = request.query_params.get("queue")
+    if value is None or value == "":
+        return None
+    return checked_queue(value, "queue")
+
+
+def checked_queue(value: str, field: str) -> str:
+    try:
+        return queue_name(value, field)
+    except InvalidInput as error:
+        raise HttpError(422, str(error), field) from None
+
+
+def int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
+    value = request.query_params.get(name)
+    if value is None or value == "":
+        return default
+    if (
+        not (value.isascii() and value.isdigit())
+        or len(value) > 12
+        or not low <= int(value) <= high
+    ):
+        raise HttpError(422, f"{name} must be a whole number from {low} to {high}", name)
+    return int(value)
+
+
+def cursor_param(request: Request) -> int | None:
+    """The keyset cursor of GET /jobs: the `next_cursor` of the page before."""
+    value = request.query_params.get("cursor")
+    if value is None or value == "":
+        return None
+    if not (value.isascii() and value.isdigit()) or len(value) > 18:
+        raise HttpError(422, "cursor must be a next_cursor from an earlier page", "cursor")
+    return int(value)

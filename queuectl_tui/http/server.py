@@ -1,0 +1,72 @@
+"""Serving the application under uvicorn on an address the CLI was given."""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass
+
+from ..config import Settings
+from ..errors import InvalidInput
+from .auth import bind_refusal
+from .context import ServeOptions
+
+DEFAULT_ADDRESS = "127.0.0.1:8080"
+
+
+class ServeError(Exception):
+    """The server cannot start; the message says why in one sentence."""
+
+
+@dataclass(frozen=True, slots=True)
+class Address:
+    host: str
+    port: int
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+
+def parse_address(text: str) -> Address:
+    """'127.0.0.1:8080', 'localhost:8080', '[::1]:8080' or ':8080' (loopback)."""
+    host, sep, port = text.strip().rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise InvalidInput(f"--addr must be HOST:PORT, such as {DEFAULT_ADDRESS}, not {text!r}")
+    host = host.strip("[]") or "127.0.0.1"
+    return Address(host, int(port))
+
+
+def _listen(address: Address) -> socket.socket:
+    family = socket.AF_INET6 if ":" in address.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((address.host, address.port))
+        sock.listen(2048)
+    except OSError as error:
+        sock.close()
+        reason = error.strerror or str(error)
+        raise ServeError(f"cannot listen on {address.host}:{address.port}: {reason}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(settings: Settings, address: Address, options: ServeOptions) -> None:
+    """Serve until SIGINT or SIGTERM (requests in flight are finished)."""
+    refusal = bind_refusal(address.host, settings.tokens)
+    if refusal:
+        raise ServeError(refusal)
+    import uvicorn
+
+    from .app import create_app
+
+    sock = _listen(address)
+    config = uvicorn.Config(
+        create_app(settings, options),
+        log_level="warning",
+        access_log=False,
+        server_header=False,
+        lifespan="on",
+    )
+    uvicorn.Server(config).run(sockets=[sock])
