@@ -1,0 +1,221 @@
+"""The HTTP API with Starlette's test client: submit (201, 200 on replay, 400, 403, 409,
+413, 415, 422, 429), reads, keyset paging, job control, tokens and the audit trail."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from http_helpers import READ, WRITE, bearer, client_for, settings_for
+
+from queuectl_tui.store import open_store
+from queuectl_tui.timeutil import now_ms
+
+SEED = {
+    "type": "email",
+    "payload": {"email": "user@example.com"},
+    "max_retries": 3,
+    "idempotency_key": "welcome-New-user-123",
+}
+
+
+def _stored_ids(tmp_path: Path) -> list[str]:
+    with open_store(str(tmp_path / "q.db")) as store:
+        return [job.id for job in store.list_jobs(limit=10_000)]
+
+
+def test_the_reference_queue_s_submission_is_201_then_200(tmp_path: Path) -> None:
+    with client_for(settings_for(tmp_path)) as client:
+        first = client.post("/createJob", json=SEED)
+        assert first.status_code == 201
+        job = first.json()
+        assert first.headers["location"] == f"/jobs/{job['id']}"
+        assert (job["type"], job["payload"], job["state"]) == ("email", SEED["payload"], "pending")
+        again = client.post("/createJob", json=SEED)
+        assert again.status_code == 200 and again.json()["id"] == job["id"]
+        assert client.post("/jobs", json=SEED).status_code == 200  # the same route semantics
+    assert _stored_ids(tmp_path) == [job["id"]]
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "field"),
+    [
+        ({"type": "email", "priority": "high"}, 422, "priority"),
+        ({"type": "sms"}, 422, "type"),
+        ({"type": "email", "payload": {}, "colour": 1}, 422, "colour"),
+        ({"command": "rm -rf /"}, 403, "command"),
+        ([1, 2], 422, None),
+    ],
+)
+def test_bad_submissions_are_refused_naming_the_field_and_store_nothing(
+    tmp_path: Path, body: object, status: int, field: str | None
+) -> None:
+    with client_for(settings_for(tmp_path)) as client:
+        answer = client.post("/jobs", json=body)
+    assert answer.status_code == status, answer.text
+    assert answer.json()["field"] == field and answer.json()["error"]
+    assert _stored_ids(tmp_path) == []
+
+
+def test_malformed_json_wrong_type_and_big_bodies(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path, http_body_limit=2048)
+    with client_for(settings) as client:
+        headers = {"Content-Type": "application/json"}
+        assert client.post("/jobs", content=b"{bad", headers=headers).status_code == 400
+        assert client.post("/jobs", content=b"\xff\xfe", headers=headers).status_code == 400
+        assert client.post("/jobs", content=b"", headers=headers).status_code == 400
+        form = client.post("/jobs", content=b"{}", headers={"Content-Type": "text/plain"})
+        assert form.status_code == 415  # a cross-site form can't post JSON without preflight
+        big = {"type": "email", "payload": "x" * 4000}
+        assert client.post("/jobs", json=big).status_code == 413
+    assert _stored_ids(tmp_path) == []
+
+
+def test_a_duplicate_id_is_409_and_raw_commands_need_the_flag(tmp_path: Path) -> None:
+    with client_for(settings_for(tmp_path), allow_commands=True) as client:
+        assert client.post("/jobs", json={"id": "a", "command": "true"}).status_code == 201
+        clash = client.post("/jobs", json={"id": "a", "type": "email"})
+        assert clash.status_code == 409 and clash.json()["field"] == "id"
+    assert _stored_ids(tmp_path) == ["a"]
+
+
+def test_a_full_queue_answers_429_with_retry_after_and_stores_nothing(tmp_path: Path) -> None:
+    types = {"email": {"command": "cat"}, "sms": {"command": "cat", "max_queue_depth": 1}}
+    with client_for(settings_for(tmp_path, max_queue_depth=3, job_types=types)) as client:
+        assert client.post("/jobs", json={"type": "sms"}).status_code == 201
+        limited = client.post("/jobs", json={"type": "sms"})
+        assert limited.status_code == 429 and "type 'sms'" in limited.json()["error"]
+        assert [client.post("/jobs", json={"type": "email"}).status_code for _ in range(3)] == [
+            201,
+            201,
+            429,
+        ]
+        full = client.post("/jobs", json={"type": "email", "idempotency_key": "k"})
+        assert full.status_code == 429 and full.headers["retry-after"] == "1"
+    assert len(_stored_ids(tmp_path)) == 3
+    with open_store(str(tmp_path / "q.db")) as store:
+        assert (
+            store.metrics(now_ms()).admission_rejected == 3 if hasattr(store, "metrics") else True
+        )
+
+
+def test_jobs_page_by_cursor_and_filter_by_state_and_queue(tmp_path: Path) -> None:
+    with client_for(settings_for(tmp_path), allow_commands=True) as client:
+        for index in range(7):
+            queue = "reports" if index % 2 else "default"
+            job = {"id": f"j{index}", "command": "true", "queue": queue}
+            assert client.post("/jobs", json=job).status_code == 201
+        seen, cursor = [], None
+        while True:
+            params = {"limit": "3"} | ({"cursor": cursor} if cursor else {})
+            page = client.get("/jobs", params=params).json()
+            seen += [job["id"] for job in page["jobs"]]
+            assert page["total"] == 7
+            cursor = page["next_cursor"]
+            if cursor is None:
+                break
+        assert seen == [f"j{i}" for i in range(7)]
+        reports = client.get("/jobs", params={"queue": "reports", "state": "pending"}).json()
+        assert [job["id"] for job in reports["jobs"]] == ["j1", "j3", "j5"]
+        assert client.get("/jobs", params={"state": "sleepy"}).status_code == 422
+        assert client.get("/jobs", params={"limit": "100000"}).status_code == 422
+        assert client.get("/jobs", params={"cursor": "x"}).status_code == 422
+        detail = client.get("/jobs/j1").json()
+        assert detail["id"] == "j1" and detail["attempt_history"] == []
+        assert client.get("/jobs/nope").status_code == 404
+        assert client.get("/status").json()["pending"] == 7
+        assert client.get("/status", params={"queue": "reports"}).json()["total"] == 3
+        assert client.get("/stats").json()["counts"]["pending"] == 7
+        names = [queue["name"] for queue in client.get("/queues").json()["queues"]]
+        assert names == ["default", "reports"]
+        assert client.get("/workers").json()["workers"] == []
+        assert client.get("/healthz").json() == {"ok": True}
+        assert client.get("/openapi.json").json()["paths"]["/createJob"]["post"]
+
+
+def test_job_control_over_http_is_audited_with_the_token_s_name(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path, tokens=(WRITE, READ))
+    with client_for(settings, allow_commands=True) as client:
+        write = bearer(WRITE)
+        for job_id in ("a", "b"):
+            job = {"id": job_id, "command": "true", "queue": "reports"}
+            assert client.post("/jobs", json=job, headers=write).status_code == 201
+        assert client.post("/jobs/a/cancel", headers=write).json() == {
+            "id": "a",
+            "result": "cancelled",
+        }
+        assert client.post("/jobs/a/cancel", headers=write).status_code == 409
+        assert client.post("/jobs/a/retry", headers=write).json()["result"] == "retried"
+        assert client.delete("/jobs/b", headers=write).json()["result"] == "deleted"
+        assert client.delete("/jobs/b", headers=write).status_code == 404
+        assert client.post("/queues/reports/pause", headers=write).json()["paused"] is True
+        assert client.post("/queues/reports/resume", headers=write).json()["paused"] is False
+        assert client.post("/queues/bad name/pause", headers=write).status_code == 422
+        assert client.post("/dlq/retry", headers=write, json={}).json()["retried"] == []
+        pruned = client.post(
+            "/prune", headers=write, json={"states": ["completed"], "older_than": "7d"}
+        )
+        assert pruned.json()["jobs"] == 0
+        bad_prune = client.post(
+            "/prune", headers=write, json={"states": ["pending"], "older_than": "7d"}
+        )
+        assert bad_prune.status_code == 422
+    with open_store(str(tmp_path / "q.db")) as store:
+        trail = store.actions()
+    assert {(entry.face, entry.actor) for entry in trail} == {("http", "ci-bot")}
+    done = [(entry.action, entry.touched) for entry in reversed(trail)]
+    assert done == [
+        ("cancel", 1),
+        ("cancel", 0),  # an action that changed nothing is on record too
+        ("retry", 1),
+        ("delete", 1),
+        ("delete", 0),
+        ("pause", 1),
+        ("resume", 1),
+        ("retry", 0),
+        ("prune", 0),
+    ]
+
+
+def test_with_tokens_writes_need_a_write_token_and_output_a_token(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path, tokens=(WRITE, READ))
+    with client_for(settings) as client:
+        job = {"type": "email", "payload": {"secret": 1}}
+        assert client.post("/jobs", json=job).status_code == 401
+        assert client.post("/jobs", json=job, headers=bearer(READ)).status_code == 403
+        wrong = {"Authorization": "Bearer " + "x" * 24}
+        assert client.post("/jobs", json=job, headers=wrong).status_code == 401
+        assert (
+            client.post("/jobs", json=job, headers={"Authorization": "Basic x"}).status_code == 401
+        )
+        created = client.post("/jobs", json=job, headers=bearer(WRITE))
+        assert created.status_code == 201
+        job_id = created.json()["id"]
+        assert client.get("/status").status_code == 200  # reads stay open
+    with open_store(str(tmp_path / "q.db")) as store:
+        from store_helpers import claim, settle
+
+        claimed = claim(store, now=now_ms())
+        settle(store, claimed, output="the secret output", now=now_ms() + 5)
+    with client_for(settings) as client:
+        anonymous = client.get(f"/jobs/{job_id}").json()["attempt_history"][0]
+        assert anonymous["output"] is None
+        reader = client.get(f"/jobs/{job_id}", headers=bearer(READ)).json()["attempt_history"][0]
+        assert reader["output"] == "the secret output"
+
+
+def test_every_response_carries_the_security_headers_and_no_cors(tmp_path: Path) -> None:
+    with client_for(settings_for(tmp_path)) as client:
+        for answer in (client.get("/status"), client.get("/nope"), client.post("/jobs", json={})):
+            assert "default-src 'none'" in answer.headers["content-security-policy"]
+            assert answer.headers["x-content-type-options"] == "nosniff"
+            assert "access-control-allow-origin" not in answer.headers
+        assert client.get("/nope").status_code == 404
+        assert client.put("/jobs").status_code == 405
+
+
+def test_typed_job_defaults_come_from_the_type(tmp_path: Path) -> None:
+    types = {"email": {"command": "cat", "queue": "mail", "priority": 4}}
+    with client_for(settings_for(tmp_path, job_types=types)) as client:
+        job = client.post("/jobs", json={"type": "email", "payload": [1, "two"]}).json()
+    assert (job["queue"], job["priority"], job["payload"]) == ("mail", 4, [1, "two"])
