@@ -1,4 +1,4 @@
-"""The API's OpenAPI 3.1 document, served at /openapi.json: what each route takes and gives."""
+"""The API's OpenAPI 3.0 document, served at /openapi.json: what each route takes and gives."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ _SCHEMAS: dict[str, Any] = {
     "Error": {
         "type": "object",
         "required": ["error", "field"],
-        "properties": {"error": {"type": "string"}, "field": {"type": ["string", "null"]}},
+        "properties": {"error": {"type": "string"}, "field": {"type": "string", "nullable": True}},
     },
     "JobInput": {
         "type": "object",
@@ -57,7 +57,7 @@ _SCHEMAS: dict[str, Any] = {
             "priority": {"type": "integer", "minimum": -MAX_PRIORITY, "maximum": MAX_PRIORITY},
             "run_at": {"type": "string", "format": "date-time"},
             "max_retries": {"type": "integer", "minimum": 0, "maximum": MAX_RETRIES_LIMIT},
-            "timeout": {"type": "number", "exclusiveMinimum": 0},
+            "timeout": {"type": "number", "minimum": 0, "exclusiveMinimum": True},
             "idempotency_key": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH},
         },
     },
@@ -69,7 +69,7 @@ _SCHEMAS: dict[str, Any] = {
             "command": {"type": "string"},
             "queue": {"type": "string"},
             "state": _STATE,
-            "type": {"type": ["string", "null"]},
+            "type": {"type": "string", "nullable": True},
             "payload": {},
             "attempts": {"type": "integer"},
             "max_retries": {"type": "integer"},
@@ -77,7 +77,7 @@ _SCHEMAS: dict[str, Any] = {
             "run_at": {"type": "string"},
             "created_at": {"type": "string"},
             "updated_at": {"type": "string"},
-            "last_error": {"type": ["string", "null"]},
+            "last_error": {"type": "string", "nullable": True},
         },
     },
     "JobPage": {
@@ -85,7 +85,7 @@ _SCHEMAS: dict[str, Any] = {
         "required": ["jobs", "next_cursor", "total"],
         "properties": {
             "jobs": {"type": "array", "items": _ref("Job")},
-            "next_cursor": {"type": ["string", "null"]},
+            "next_cursor": {"type": "string", "nullable": True},
             "total": {"type": "integer"},
         },
     },
@@ -138,7 +138,7 @@ def _action(summary: str, params: list[dict[str, Any]], body: bool = False) -> d
     if body:
         operation["requestBody"] = {
             "required": False,
-            "content": {"application/json": {"schema": _ref("Anything")}},
+            "content": {"application/json": {"schema": {"type": "object", "nullable": True}}},
         }
         operation["responses"]["400"] = _error("the body is not JSON")
         operation["responses"]["413"] = _error("the body is too large")
@@ -170,7 +170,12 @@ def document(read_only: bool) -> dict[str, Any]:
                     "required": False,
                     "schema": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE},
                 },
-                {"name": "cursor", "in": "query", "required": False, "schema": {"type": "string"}},
+                {
+                    "name": "cursor",
+                    "in": "query",
+                    "required": False,
+                    "schema": {"type": "string", "pattern": "^[0-9]{1,18}$"},
+                },
             ],
         ),
         "/jobs/{job_id}": _read("A job with its attempts", _ref("Job"), [_JOB_ID]),
@@ -193,7 +198,7 @@ def document(read_only: bool) -> dict[str, Any]:
         paths["/queues/{name}/resume"] = {"post": _action("Resume a queue", [name])}
         paths["/prune"] = {"post": _action("Remove old finished jobs", [], body=True)}
     return {
-        "openapi": "3.1.0",
+        "openapi": "3.0.3",
         "info": {"title": "queuectl", "version": __version__},
         "paths": paths,
         "components": {"schemas": _SCHEMAS},

@@ -43,7 +43,7 @@ async def json_body(request: Request, limit: int) -> Any:
 
 def state_param(request: Request) -> JobState | None:
     value = request.query_params.get("state")
-    if value is None or value == "":
+    if value is None:
         return None
     try:
         return JobState(value.lower())
@@ -54,7 +54,7 @@ def state_param(request: Request) -> JobState | None:
 
 def queue_param(request: Request) -> str | None:
     value = request.query_params.get("queue")
-    if value is None or value == "":
+    if value is None:
         return None
     return checked_queue(value, "queue")
 
@@ -68,7 +68,7 @@ def checked_queue(value: str, field: str) -> str:
 
 def int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
     value = request.query_params.get(name)
-    if value is None or value == "":
+    if value is None:
         return default
     if (
         not (value.isascii() and value.isdigit())
@@ -82,7 +82,7 @@ def int_param(request: Request, name: str, default: int, low: int, high: int) ->
 def cursor_param(request: Request) -> int | None:
     """The keyset cursor of GET /jobs: the `next_cursor` of the page before."""
     value = request.query_params.get("cursor")
-    if value is None or value == "":
+    if value is None:
         return None
     if not (value.isascii() and value.isdigit()) or len(value) > 18:
         raise HttpError(422, "cursor must be a next_cursor from an earlier page", "cursor")
