@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from .. import __version__
-from . import bench, config_cmd, control, dashboard, dlq, jobs, queues, workers
+from . import bench, config_cmd, control, dashboard, dlq, jobs, metrics_cmd, queues, workers
 from .context import CliState
 
 app = typer.Typer(
@@ -58,6 +58,7 @@ app.add_typer(dlq.app, name="dlq")
 app.add_typer(config_cmd.app, name="config")
 dashboard.register(app)
 bench.register(app)
+metrics_cmd.register(app)
 
 
 def main() -> None:
