@@ -79,6 +79,8 @@ class WorkerStatus(str, Enum):
 
 
 ACTIVE_WORKER_STATUSES = (WorkerStatus.IDLE, WorkerStatus.BUSY, WorkerStatus.STOPPING)
+# What a worker's row can hold: HUNG is only shown, UNKNOWN only read.
+STORED_WORKER_STATUSES = (*ACTIVE_WORKER_STATUSES, WorkerStatus.STOPPED, WorkerStatus.LOST)
 
 # Limits on enqueue input; generous, but they keep numbers inside SQLite's 64-bit integers.
 MAX_ID_LENGTH = 200

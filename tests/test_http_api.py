@@ -93,6 +93,22 @@ def test_a_full_queue_answers_429_with_retry_after_and_stores_nothing(tmp_path: 
         full = client.post("/jobs", json={"type": "email", "idempotency_key": "k"})
         assert full.status_code == 429 and full.headers["retry-after"] == "1"
     assert len(_stored_ids(tmp_path)) == 3
+    with client_for(settings_for(tmp_path)) as client:
+        text = client.get("/metrics").text
+        assert "queuectl_admission_rejected_total 3.0" in text
+        keys = client.get("/metrics", headers={"Accept": "application/json"}).json()
+        assert keys == client.get("/metrics.json").json()
+        assert set(keys) == {
+            "active_workers",
+            "avg_execution_ms",
+            "avg_time_in_queue_ms",
+            "dead_letter_count",
+            "failure_count",
+            "queue_depth",
+            "retry_count",
+            "success_count",
+        }
+        assert keys["queue_depth"] == 3
     with open_store(str(tmp_path / "q.db")) as store:
         assert (
             store.metrics(now_ms()).admission_rejected == 3 if hasattr(store, "metrics") else True

@@ -5,7 +5,18 @@ from __future__ import annotations
 import typer
 
 from .. import __version__
-from . import bench, config_cmd, control, dashboard, dlq, jobs, queues, serve, workers
+from . import (
+    bench,
+    config_cmd,
+    control,
+    dashboard,
+    dlq,
+    jobs,
+    metrics_cmd,
+    queues,
+    serve,
+    workers,
+)
 from .context import CliState
 
 app = typer.Typer(
@@ -59,6 +70,7 @@ app.add_typer(config_cmd.app, name="config")
 dashboard.register(app)
 serve.register(app)
 bench.register(app)
+metrics_cmd.register(app)
 
 
 def main() -> None:

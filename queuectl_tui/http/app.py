@@ -14,7 +14,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..config import Settings
 from ..errors import Conflict, InvalidInput, NotFound
 from ..store import StoreError
-from . import control, jobs, reads
+from . import control, jobs, metrics_routes, reads
 from .auth import Gate
 from .context import Context, ServeOptions, Stores
 from .errors import HttpError
@@ -110,7 +110,7 @@ def create_app(settings: Settings, options: ServeOptions | None = None) -> Starl
             ctx.stores.close()
 
     routes: list[BaseRoute] = [Route("/openapi.json", _openapi, methods=["GET"])]
-    routes += reads.ROUTES
+    routes += reads.ROUTES + metrics_routes.ROUTES
     if options.read_only:
         routes += jobs.READ_ROUTES
     else:

@@ -184,6 +184,7 @@ def document(read_only: bool) -> dict[str, Any]:
         "/queues": _read("Every queue: depth, pause, limit", _ref("Anything")),
         "/workers": _read("Workers with their heartbeat age", _ref("Anything")),
         "/healthz": _read("Whether the database answers", _ref("Anything")),
+        "/metrics.json": _read("The reference queue's metrics keys", _ref("Anything")),
     }
     paths["/jobs/{job_id}"]["get"]["responses"]["404"] = _error("no such job")
     if not read_only:

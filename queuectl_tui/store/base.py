@@ -200,6 +200,32 @@ class QueueStats:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class Histogram:
+    """The times of finished attempts, counted per bucket (not cumulatively)."""
+
+    bounds_ms: tuple[int, ...]  # the buckets' upper bounds, ascending
+    counts: tuple[int, ...]  # one per bound, then one for the bucket above the last (+Inf)
+    sum_ms: int
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsSnapshot:
+    """What metrics report, read at one moment from counters the store keeps as it goes."""
+
+    jobs: Mapping[tuple[str, JobState], int]  # now; every state of every queue that had jobs
+    workers: Mapping[WorkerStatus, int]  # every stored status, 0 included
+    oldest_waiting_ms: int | None  # the age of the longest-waiting due job, any queue
+    attempts: Mapping[tuple[str, Outcome], int]  # all time, per queue and outcome
+    retries: int  # attempts that were runs after a job's first
+    dead_lettered: int  # jobs that became dead
+    late_results: int  # results turned away because their job was recovered meanwhile
+    admission_rejected: int  # submissions refused because the queue was full
+    queue_wait: Histogram  # from run_at to the claim
+    run_time: Histogram  # from the claim to the result
+
+
 class Store(ABC):
     """Durable jobs, attempts and workers. Every method is safe to call from one thread per
     store object; open one store per thread (or guard it) for concurrency."""
@@ -301,6 +327,11 @@ class Store(ABC):
 
         The console reads this every refresh, so it must stay cheap (a range over recent
         attempts, not a scan of the history)."""
+
+    @abstractmethod
+    def metrics(self, now: int) -> MetricsSnapshot:
+        """Everything metrics report, read in one snapshot, in the same time however many jobs
+        and attempts there are: from counters kept as jobs move, never by counting rows."""
 
     @abstractmethod
     def retry_dead(

@@ -31,13 +31,14 @@ from ..base import (
     DuplicateJobError,
     EnqueueResult,
     Exchange,
+    MetricsSnapshot,
     QueueStats,
     RetryResult,
     Settlement,
     Store,
     SubmitResult,
 )
-from . import bulk, claims, control, ready, submit
+from . import bulk, claims, control, metrics, ready, submit
 from .changes import SQLiteChangeFeed
 from .connection import Database
 from .rows import ATTEMPTS, AUDIT, JOBS, WORKERS
@@ -213,6 +214,10 @@ class SQLiteStore(Store):
             completed[index] += done
             failed[index] += failures
         return completed, failed
+
+    def metrics(self, now: int) -> MetricsSnapshot:
+        with self._db.snapshot() as conn:  # every figure from one state of the queue
+            return metrics.read(conn, now)
 
     def retry_dead(
         self, job_ids: Sequence[str] | None, now: int, action: Action | None = None

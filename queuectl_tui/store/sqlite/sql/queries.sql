@@ -256,6 +256,31 @@ SELECT slot, sum(completed), sum(failed) FROM attempt_rates
  WHERE slot >= ?1 AND slot <= ?2 AND (?3 IS NULL OR queue = ?3)
  GROUP BY slot
 
+
+-- == metrics =================================================================================
+-- Each reads a table kept by triggers or by the store as jobs move, never jobs or attempts:
+-- a scrape costs the same at any size.
+
+-- name: metrics_job_counts
+SELECT queue, state, n FROM queue_counts
+
+-- name: metrics_worker_statuses
+SELECT status, count(*) FROM workers GROUP BY status
+
+-- name: metrics_attempt_totals
+SELECT queue, outcome, n, retries FROM attempt_totals
+
+-- name: metrics_counters
+SELECT name, n FROM counters
+
+-- name: metrics_histogram_bounds
+SELECT le FROM histogram_bounds ORDER BY le
+
+-- name: metrics_histograms
+-- Per bucket, not cumulative; le -1 is the bucket above the last bound.
+SELECT metric, le, n, sum_ms FROM attempt_histograms
+
+
 -- == the engine's protocol ===================================================================
 
 -- name: claim_next
