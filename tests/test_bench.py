@@ -30,6 +30,10 @@ def test_quick_bench_prints_every_measure_as_json(run_cli: RunCli) -> None:
         "one page of 50 jobs",
         "stats, ",
         "queuectl status, cold process",
+        "HTTP submissions, 1 client",
+        "HTTP submissions, 8 clients",
+        "store's durable insert",
+        "queuectl enqueue, a process per job",
     ):
         assert any(name.startswith(expected) for name in names), expected
     for measure in report["results"]:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from ..bench.scenarios import Measure
 
-SCENARIOS = ("bulk", "slow", "trivial", "mixed", "pickup", "scale", "cli")
+SCENARIOS = ("bulk", "slow", "trivial", "mixed", "pickup", "scale", "cli", "http")
 
 
 @guarded
@@ -33,6 +33,9 @@ def bench(
         None, "--mixed-jobs", min=1, help="Jobs per phase of the mixed scenario."
     ),
     scale: int | None = typer.Option(None, "--scale", min=1, help="Jobs in the scale database."),
+    http_jobs: int | None = typer.Option(
+        None, "--http-jobs", min=1, help="HTTP submissions per client and round."
+    ),
     rounds: int | None = typer.Option(
         None, "--rounds", min=1, max=50, help="Throughput rounds (medians are reported)."
     ),
@@ -42,8 +45,8 @@ def bench(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Measure bulk enqueue, throughput against a bare process pool, a producer feeding a
-    running pool (mixed), pickup latency, idle CPU, queries on a large database, and CLI
-    start-up. Runs on temporary databases.
+    running pool (mixed), pickup latency, idle CPU, queries on a large database, CLI
+    start-up, and durable HTTP submissions (http). Runs on temporary databases.
 
     Example: queuectl bench --quick
     """
@@ -57,6 +60,7 @@ def bench(
         "pickup": pickup_jobs or (20 if quick else 200),
         "mixed": mixed_jobs or (200 if quick else 2_000),
         "scale": scale or (20_000 if quick else 1_000_000),
+        "http": http_jobs or (200 if quick else 2_000),
     }
     repeat = rounds or (1 if quick else 3)
     chosen = set(only or SCENARIOS)
@@ -103,6 +107,14 @@ def bench(
             results += scenarios.at_scale(folder, sizes["scale"])
         if "cli" in chosen:
             results.append(scenarios.cli_start(folder))
+        if "http" in chosen:
+            from ..bench import http_load
+
+            say(
+                f"{sizes['http']:,} HTTP submissions per client with 1 and 8 clients, and the "
+                "store's own insert ..."
+            )
+            results += http_load.http_submissions(folder, sizes["http"], repeat)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
