@@ -110,6 +110,12 @@ def test_a_submitted_job_is_run_by_a_pool_and_seen_over_http(make_server, tmp_pa
     detail = httpx.get(f"{server.url}/jobs/{job_id}").json()
     assert [a["outcome"] for a in detail["attempt_history"]] == ["completed"]
     assert httpx.get(server.url + "/status").json()["completed"] == 1
+    scraped = httpx.get(server.url + "/metrics")
+    assert scraped.headers["content-type"].startswith("text/plain")
+    assert 'queuectl_attempts_total{outcome="completed",queue="default"} 1.0' in scraped.text
+    assert "queuectl_run_time_seconds_count 1.0" in scraped.text
+    keys = httpx.get(server.url + "/metrics", headers={"Accept": "application/json"}).json()
+    assert (keys["success_count"], keys["queue_depth"], keys["active_workers"]) == (1, 0, 0)
 
 
 def test_eight_clients_against_a_full_queue_get_201_or_429_and_nothing_else(
