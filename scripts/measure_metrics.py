@@ -9,26 +9,16 @@ Store.metrics, of rendering the Prometheus text and of the `queuectl metrics` co
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
+
+from measure_stats import timed  # this folder is on the path of a script run from it
 
 from queuectl_tui import metrics
 from queuectl_tui.bench.history import complete_all, enqueue_jobs
 from queuectl_tui.store import open_store
 from queuectl_tui.timeutil import now_ms
-
-
-def timed(call: Callable[[], object], repeat: int) -> str:
-    samples = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        call()
-        samples.append((time.perf_counter() - started) * 1000)
-    return f"median {statistics.median(samples):.2f} ms ({min(samples):.2f}-{max(samples):.2f})"
 
 
 def main() -> None:

@@ -57,3 +57,16 @@ def backend_location(backend: str, folder: Path, name: str = "queue.db") -> str:
 
 def open_backend(backend: str, folder: Path, name: str = "queue.db") -> Store:
     return open_store(backend_location(backend, folder, name))
+
+
+# The keys of the reference event-driven queue's GET /metrics JSON.
+SEED_METRIC_KEYS = {
+    "active_workers",
+    "avg_execution_ms",
+    "avg_time_in_queue_ms",
+    "dead_letter_count",
+    "failure_count",
+    "queue_depth",
+    "retry_count",
+    "success_count",
+}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from queuectl_tui.lifecycle import RetryPolicy
@@ -58,3 +58,21 @@ def sqlite_file(path: str | Path, writable: bool = False) -> Iterator[sqlite3.Co
         yield conn
     finally:
         conn.close()
+
+
+def sqlite_steps(conn: sqlite3.Connection, read: Callable[[], object]) -> int:
+    """How many SQLite virtual machine steps (in units of 100) `read` takes on `conn`: the
+    work done, whatever the machine's speed."""
+    steps = 0
+
+    def count() -> int:
+        nonlocal steps
+        steps += 1
+        return 0
+
+    conn.set_progress_handler(count, 100)
+    try:
+        read()
+    finally:
+        conn.set_progress_handler(None, 100)
+    return steps

@@ -11,6 +11,8 @@ from http_helpers import READ, WRITE, bearer, client_for, settings_for
 from queuectl_tui.store import open_store
 from queuectl_tui.timeutil import now_ms
 
+from helpers import SEED_METRIC_KEYS
+
 SEED = {
     "type": "email",
     "payload": {"email": "user@example.com"},
@@ -98,16 +100,7 @@ def test_a_full_queue_answers_429_with_retry_after_and_stores_nothing(tmp_path: 
         assert "queuectl_admission_rejected_total 3.0" in text
         keys = client.get("/metrics", headers={"Accept": "application/json"}).json()
         assert keys == client.get("/metrics.json").json()
-        assert set(keys) == {
-            "active_workers",
-            "avg_execution_ms",
-            "avg_time_in_queue_ms",
-            "dead_letter_count",
-            "failure_count",
-            "queue_depth",
-            "retry_count",
-            "success_count",
-        }
+        assert set(keys) == SEED_METRIC_KEYS
         assert keys["queue_depth"] == 3
     with open_store(str(tmp_path / "q.db")) as store:
         assert (

@@ -5,15 +5,13 @@ costs the same at any size; the Prometheus text and the summary say what the sna
 from __future__ import annotations
 
 import json
-import sqlite3
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from store_helpers import NOW, POLICY, claim, register, settle, sqlite_file
+from store_helpers import NOW, POLICY, claim, register, settle, sqlite_file, sqlite_steps
 
 from queuectl_tui import metrics
 from queuectl_tui.bench.history import complete_all, enqueue_jobs
@@ -21,20 +19,11 @@ from queuectl_tui.models import STATES, JobState, Outcome, WorkerStatus
 from queuectl_tui.store import Admission, Histogram, MetricsSnapshot, Store, open_store
 from queuectl_tui.store.sqlite import metrics as sqlite_metrics
 
-from helpers import RunCli, open_backend, spec
+from helpers import SEED_METRIC_KEYS, RunCli, open_backend, spec
 
 BOUNDS = (5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 300000, 600000,
           1800000, 3600000)  # fmt: skip
-SUMMARY_KEYS = {
-    "active_workers",
-    "avg_execution_ms",
-    "avg_time_in_queue_ms",
-    "dead_letter_count",
-    "failure_count",
-    "queue_depth",
-    "retry_count",
-    "success_count",
-}
+SUMMARY_KEYS = SEED_METRIC_KEYS
 
 
 def _buckets(**at: int) -> tuple[int, ...]:
@@ -167,23 +156,6 @@ def test_counters_survive_reopening_the_store(backend: str, tmp_path: Path) -> N
     assert after == before
 
 
-def _steps(conn: sqlite3.Connection, read: Callable[[], object]) -> int:
-    """SQLite virtual machine steps (in units of 100) that `read` takes: work, not speed."""
-    steps = 0
-
-    def count() -> int:
-        nonlocal steps
-        steps += 1
-        return 0
-
-    conn.set_progress_handler(count, 100)
-    try:
-        read()
-    finally:
-        conn.set_progress_handler(None, 100)
-    return steps
-
-
 @pytest.mark.sqlite_only
 def test_the_snapshot_costs_the_same_at_any_number_of_jobs(tmp_path: Path) -> None:
     costs = []
@@ -196,7 +168,7 @@ def test_the_snapshot_costs_the_same_at_any_number_of_jobs(tmp_path: Path) -> No
             assert store.metrics(NOW).run_time.count == jobs
         with sqlite_file(path) as conn:
             conn.execute("BEGIN")
-            costs.append(_steps(conn, lambda: sqlite_metrics.read(conn, NOW)))
+            costs.append(sqlite_steps(conn, lambda: sqlite_metrics.read(conn, NOW)))
     few, many = costs
     assert many <= few + 2, costs
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from store_helpers import NOW, POLICY, claim, settle, sqlite_file
+from store_helpers import NOW, POLICY, claim, settle, sqlite_file, sqlite_steps
 
 from queuectl_tui.models import ACTIVE_WORKER_STATUSES, Job, JobState, Outcome
 from queuectl_tui.store import SQLiteStore, StoreError
@@ -190,24 +190,6 @@ def test_the_claim_and_the_due_check_use_the_ready_index(
     assert "jobs_ready" in text and "TEMP B-TREE" not in text
 
 
-def _steps(conn: sqlite3.Connection, read: Callable[[], object]) -> int:
-    """How many SQLite virtual machine steps (in units of 100) `read` takes: work done,
-    whatever the machine's speed."""
-    steps = 0
-
-    def count() -> int:
-        nonlocal steps
-        steps += 1
-        return 0
-
-    conn.set_progress_handler(count, 100)
-    try:
-        read()
-    finally:
-        conn.set_progress_handler(None, 100)
-    return steps
-
-
 def test_jobs_scheduled_for_later_are_not_walked_to_find_a_due_one(store: SQLiteStore) -> None:
     """Jobs of a higher priority waiting for their run_at sit ahead of the due ones in the
     ready index; the claim, the due check, the next wake-up and the oldest due job must seek
@@ -228,10 +210,12 @@ def test_jobs_scheduled_for_later_are_not_walked_to_find_a_due_one(store: SQLite
             assert ready.oldest_due(conn, "default", NOW) == NOW
             costs.append(
                 {
-                    "best_due": _steps(conn, lambda: ready.best_due(conn, "default", NOW)),
-                    "due_work": _steps(conn, lambda: claims.has_due_work(conn, None, NOW)),
-                    "next_run_at": _steps(conn, lambda: ready.next_run_at(conn, NOW)),
-                    "oldest_due": _steps(conn, lambda: ready.oldest_due(conn, "default", NOW)),
+                    "best_due": sqlite_steps(conn, lambda: ready.best_due(conn, "default", NOW)),
+                    "due_work": sqlite_steps(conn, lambda: claims.has_due_work(conn, None, NOW)),
+                    "next_run_at": sqlite_steps(conn, lambda: ready.next_run_at(conn, NOW)),
+                    "oldest_due": sqlite_steps(
+                        conn, lambda: ready.oldest_due(conn, "default", NOW)
+                    ),
                 }
             )
     few, many = costs
