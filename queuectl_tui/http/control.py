@@ -4,6 +4,7 @@ face "http" and the token's name; each needs the write token when tokens are set
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
@@ -12,16 +13,15 @@ from starlette.routing import Route
 
 from .. import control
 from ..errors import InvalidInput
-from ..models import JobState
+from ..models import JobState, Operator
+from ..store import Store
 from ..timeutil import parse_duration
 from .context import context
 from .errors import HttpError
 from .requests import checked_queue, json_body
 
-_VERBS = {"cancel": "cancelled", "retry": "retried", "delete": "deleted"}
 
-
-def _one_job(report: control.Report, job_id: str, action: str, refusal: str) -> Response:
+def _one_job(report: control.Report, job_id: str, verb: str, refusal: str) -> Response:
     """The answer for an action on one job: 200 done, 202 being stopped, 409, 404."""
     if report.missing:
         raise HttpError(404, f"no job with id '{job_id}'", "id")
@@ -30,28 +30,30 @@ def _one_job(report: control.Report, job_id: str, action: str, refusal: str) -> 
         raise HttpError(409, f"job '{job_id}' is {state.value}: {refusal}")
     if report.pending_stop:
         return JSONResponse({"id": job_id, "result": "stopping"}, 202)
-    return JSONResponse({"id": job_id, "result": _VERBS[action]})
+    return JSONResponse({"id": job_id, "result": verb})
 
 
-async def cancel(request: Request) -> Response:
-    ctx, job_id = context(request), request.path_params["job_id"]
-    who = ctx.gate.writer(request)
-    report = await ctx.stores.run(lambda store: control.cancel_jobs(store, [job_id], who))
-    return _one_job(report, job_id, "cancel", "nothing to cancel")
+def _on_one_job(
+    act: Callable[[Store, list[str], Operator], control.Report], verb: str, refusal: str
+) -> Callable[[Request], Awaitable[Response]]:
+    """The route of one operator's action on the job the path names."""
+
+    async def route(request: Request) -> Response:
+        ctx, job_id = context(request), request.path_params["job_id"]
+        who = ctx.gate.writer(request)
+        report = await ctx.stores.run(lambda store: act(store, [job_id], who))
+        return _one_job(report, job_id, verb, refusal)
+
+    return route
 
 
-async def retry(request: Request) -> Response:
-    ctx, job_id = context(request), request.path_params["job_id"]
-    who = ctx.gate.writer(request)
-    report = await ctx.stores.run(lambda store: control.retry_jobs(store, [job_id], who))
-    return _one_job(report, job_id, "retry", "only dead, cancelled and failed jobs are retried")
-
-
-async def delete(request: Request) -> Response:
-    ctx, job_id = context(request), request.path_params["job_id"]
-    who = ctx.gate.writer(request)
-    report = await ctx.stores.run(lambda store: control.delete_jobs(store, [job_id], who))
-    return _one_job(report, job_id, "delete", "a running job is not deleted; cancel it first")
+cancel = _on_one_job(control.cancel_jobs, "cancelled", "nothing to cancel")
+retry = _on_one_job(
+    control.retry_jobs, "retried", "only dead, cancelled and failed jobs are retried"
+)
+delete = _on_one_job(
+    control.delete_jobs, "deleted", "a running job is not deleted; cancel it first"
+)
 
 
 async def retry_dead(request: Request) -> Response:
