@@ -11,7 +11,7 @@ from http_helpers import READ, WRITE, bearer, client_for, settings_for
 from queuectl_tui.store import open_store
 from queuectl_tui.timeutil import now_ms
 
-from helpers import SEED_METRIC_KEYS
+from helpers import SEED_METRIC_KEYS, RunCli
 
 SEED = {
     "type": "email",
@@ -228,3 +228,14 @@ def test_typed_job_defaults_come_from_the_type(tmp_path: Path) -> None:
     with client_for(settings_for(tmp_path, job_types=types)) as client:
         job = client.post("/jobs", json={"type": "email", "payload": [1, "two"]}).json()
     assert (job["queue"], job["priority"], job["payload"]) == ("mail", 4, [1, "two"])
+
+
+def test_serve_refuses_a_bad_address_and_an_open_one_without_tokens(run_cli: RunCli) -> None:
+    bad = run_cli("serve", "--addr", "nowhere")
+    assert bad.returncode == 2 and "--addr must be HOST:PORT" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
+    exposed = run_cli("serve", "--addr", "0.0.0.0:8080")
+    assert exposed.returncode == 1 and "without tokens" in exposed.stderr
+    assert len(exposed.stderr.strip().splitlines()) == 1 and exposed.stdout == ""
+    window = run_cli("dashboard", "--addr", "0.0.0.0:8081")
+    assert window.returncode == 1 and "without tokens" in window.stderr

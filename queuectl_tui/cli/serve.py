@@ -3,6 +3,8 @@ face is imported only here, only when run)."""
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
 from .context import EXIT_FAILURE, EXIT_USAGE, fail, guarded, state
@@ -21,9 +23,13 @@ def run_server(ctx: typer.Context, addr: str, allow_commands: bool, read_only: b
         fail(str(error), EXIT_USAGE)
     settings = state(ctx).settings
     what = "the read-only web dashboard" if read_only else "the API, metrics and web dashboard"
-    print(f"Serving {what} on {address.url} (database {settings.database}); Ctrl+C stops")
+
+    def listening() -> None:
+        print(f"Serving {what} on {address.url} (database {settings.database}); Ctrl+C stops")
+        sys.stdout.flush()
+
     try:
-        serve(settings, address, ServeOptions(allow_commands, read_only))
+        serve(settings, address, ServeOptions(allow_commands, read_only), listening)
     except ServeError as error:
         fail(str(error), EXIT_FAILURE)
 

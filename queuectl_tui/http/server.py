@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import FrameType
 
@@ -60,8 +61,14 @@ def _stopped(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(0)
 
 
-def serve(settings: Settings, address: Address, options: ServeOptions) -> None:
-    """Serve until SIGINT or SIGTERM (requests in flight are finished)."""
+def serve(
+    settings: Settings,
+    address: Address,
+    options: ServeOptions,
+    listening: Callable[[], None] = lambda: None,
+) -> None:
+    """Serve until SIGINT or SIGTERM (requests in flight are finished); `listening` is called
+    once the address is bound."""
     refusal = bind_refusal(address.host, settings.tokens)
     if refusal:
         raise ServeError(refusal)
@@ -70,6 +77,7 @@ def serve(settings: Settings, address: Address, options: ServeOptions) -> None:
     from .app import create_app
 
     sock = _listen(address)
+    listening()
     # uvicorn stops gracefully on SIGINT and SIGTERM, then raises the signal again; this
     # handler receives it then and ends the process with status 0 (a stop asked for).
     for stop in (signal.SIGINT, signal.SIGTERM):
