@@ -171,6 +171,12 @@ def document(read_only: bool) -> dict[str, Any]:
                     "schema": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE},
                 },
                 {"name": "cursor", "in": "query", "required": False, "schema": {"type": "string"}},
+                {
+                    "name": "order",
+                    "in": "query",
+                    "required": False,
+                    "schema": {"type": "string", "enum": ["oldest", "newest"]},
+                },
             ],
         ),
         "/jobs/{job_id}": _read("A job with its attempts", _ref("Job"), [_JOB_ID]),
