@@ -10,7 +10,7 @@
 
   const PAGE = Number(root.dataset.pageSize) || 15;
   const DEAD_PAGE = Number(root.dataset.deadPageSize) || 8;
-  const POLL_MS = 1000;
+  const POLL_MS = 750; // a job enqueued now shows within a second, request time included
   const STATS_EVERY_MS = 5000; // per-minute rates move slowly and cost the most to read
   const REQUEST_TIMEOUT_MS = 5000;
   const MAX_BACK = 100;
@@ -124,6 +124,35 @@
     }
   }
 
+  // Redraws patch the nodes in place rather than replacing them: a link pressed while a poll
+  // lands is still the same element when the button comes up (else the click is lost), and
+  // scroll positions and text selections survive.
+  function show(container, ...kids) {
+    const want = kids.flat().filter((kid) => kid instanceof Node);
+    const have = [...container.childNodes];
+    want.forEach((node, index) => {
+      const old = have[index];
+      if (!old) container.append(node);
+      else if (old.nodeName !== node.nodeName) container.replaceChild(node, old);
+      else if (node.nodeType === Node.TEXT_NODE) {
+        if (old.nodeValue !== node.nodeValue) old.nodeValue = node.nodeValue;
+      } else {
+        patch(old, node);
+      }
+    });
+    for (const extra of have.slice(want.length)) extra.remove();
+  }
+
+  function patch(old, node) {
+    for (const { name } of [...old.attributes]) {
+      if (!node.hasAttribute(name)) old.removeAttribute(name);
+    }
+    for (const { name, value } of [...node.attributes]) {
+      if (old.getAttribute(name) !== value) old.setAttribute(name, value);
+    }
+    show(old, ...node.childNodes);
+  }
+
   const dim = (text) => el("span", { class: "dim" }, text);
   const mono = (text, attrs = {}) => el("span", { class: "mono", ...attrs }, printable(text));
   const nav = (url, attrs, ...kids) => el("a", { href: url, "data-nav": true, ...attrs }, ...kids);
@@ -171,9 +200,9 @@
       el("span", { class: "label" }, "jobs in all")));
     tiles.push(el("div", { class: "tile workers" + (workers ? "" : " zero") },
       el("span", { class: "n" }, number(workers)), el("span", { class: "label" }, "active workers")));
-    parts.counts.replaceChildren(...tiles);
+    show(parts.counts, tiles);
 
-    parts.tabs.replaceChildren(...TABS.map((name) => {
+    show(parts.tabs, TABS.map((name) => {
       const n = counts[name || "total"] || 0;
       const selected = view.state === name;
       const url = href(view, { state: name, cursor: null, back: [], job: null });
@@ -207,7 +236,7 @@
     const head = ["ID", "STATE", "QUEUE", "TRIES", "PRI", "NEXT", "UPDATED",
       dead ? "LAST ERROR" : "COMMAND"];
     parts.jobs.classList.remove("loading");
-    parts.jobs.replaceChildren(table("jobs", head, rows, empty), pager(page));
+    show(parts.jobs, table("jobs", head, rows, empty), pager(page));
   }
 
   function pager(page) {
@@ -249,7 +278,7 @@
       const url = href(view, { state: "dead", cursor: null, back: [], job: null });
       kids.push(el("p", { class: "more" }, nav(url, {}, `${number(more)} more in the dead tab \u203a`)));
     }
-    parts.dlq.replaceChildren(...kids);
+    show(parts.dlq, kids);
     parts.dlqCount.textContent = number(page.total);
   }
 
@@ -291,7 +320,7 @@
     const latency = stats.latency_ms || {};
     const wait = latency.queue_wait || {};
     const run = latency.run_time || {};
-    parts.throughput.replaceChildren(
+    show(parts.throughput,
       el("p", { class: "rates" },
         el("span", { class: "rate ok" }, el("b", {}, number(rates.completed_last_minute)), " done/min"),
         el("span", { class: "rate bad" }, el("b", {}, number(rates.failed_last_minute)), " failed/min")),
@@ -322,7 +351,7 @@
         td({ class: "num" }, number(worker.jobs_done)),
         td({ class: "num" + (worker.jobs_failed ? " bad" : "") }, number(worker.jobs_failed)));
     });
-    parts.workers.replaceChildren(table("workers",
+    show(parts.workers, table("workers",
       ["WORKER", "STATUS / JOB", "HEARTBEAT", "DONE", "FAILED"], rows,
       "No workers. Start a pool: queuectl worker start"));
   }
@@ -367,8 +396,6 @@
     const closeUrl = href(view, { job: null });
     const close = nav(closeUrl, { class: "close" }, "Close \u00d7");
     const backdrop = nav(closeUrl, { class: "backdrop", "aria-label": "Close" });
-    const panel = layer.querySelector(".panel");
-    const scroll = panel ? panel.scrollTop : 0;
     let body;
     if (missing) {
       body = [el("p", { class: "empty" }, "No job with the id ", el("code", {}, printable(view.job)), ".")];
@@ -411,12 +438,10 @@
     }
     const title = job ? ["Job ", mono(job.id)] : ["Job"];
     const opened = layer.hidden;
-    layer.replaceChildren(backdrop, el("aside", { class: "panel", "aria-label": "Job detail" },
+    show(layer, backdrop, el("aside", { class: "panel", "aria-label": "Job detail" },
       el("div", { class: "panel-head" }, el("h2", {}, ...title), close), ...body));
     layer.hidden = false;
-    const fresh = layer.querySelector(".panel");
-    if (opened) close.focus({ preventScroll: true });
-    else fresh.scrollTop = scroll;
+    if (opened) layer.querySelector(".close").focus({ preventScroll: true });
   }
 
   // -- reading the API ---------------------------------------------------------------------
