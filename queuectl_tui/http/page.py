@@ -87,19 +87,31 @@ def _command(job: Data) -> str:
 
 
 def _jobs(page: Data, view: View, now: int) -> str:
-    dead = view.state is JobState.DEAD  # there for their error: it takes the command's place
+    if view.state is JobState.DEAD:
+        return _dead_jobs(page, view, now)
     rows = (
         f'<tr class="row st-{text(job["state"])}"><td class="id">{job_link(view, job["id"])}</td>'
         f'<td>{state_badge(job["state"])}</td><td class="mono">{text(job["queue"])}</td>'
         f'<td class="num">{tries(job)}</td><td class="num">{job["priority"]}</td>'
         f'<td class="next">{next_run(job, now)}</td><td>{time_ago(job["updated_at"], now)}</td>'
-        f"{error_cell(job) if dead else _command(job)}</tr>"
+        f"{_command(job)}</tr>"
         for job in page["jobs"]
     )
-    last = "LAST ERROR" if dead else "COMMAND"
-    head = ("ID", "STATE", "QUEUE", "TRIES", "PRI", "NEXT", "UPDATED", last)
+    head = ("ID", "STATE", "QUEUE", "TRIES", "PRI", "NEXT", "UPDATED", "COMMAND")
     empty = f"No {view.state.value} jobs." if view.state else "No jobs yet."
     return table(head, rows, empty, "jobs") + _pager(page, view)
+
+
+def _dead_jobs(page: Data, view: View, now: int) -> str:
+    """The dead tab: dead jobs are there for their error, which takes the command's place."""
+    rows = (
+        f'<tr class="row st-dead"><td class="id">{job_link(view, job["id"])}</td>'
+        f'<td class="mono">{text(job["queue"])}</td><td class="num">{tries(job)}</td>'
+        f"<td>{time_ago(job['updated_at'], now)}</td>{error_cell(job)}</tr>"
+        for job in page["jobs"]
+    )
+    head = ("ID", "QUEUE", "TRIES", "DIED", "LAST ERROR")
+    return table(head, rows, "No dead jobs.", "jobs dead") + _pager(page, view)
 
 
 def _nav(name: str, href: str, label: str) -> str:

@@ -224,20 +224,25 @@
   }
 
   function drawJobs(page) {
-    // Dead jobs are there for their error: the dead tab shows it where the command was.
-    const dead = view.state === "dead";
-    const rows = page.jobs.map((job) =>
+    const rows = view.state === "dead" ? deadRows(page) : page.jobs.map((job) =>
       el("tr", { class: `row st-${job.state}` },
         td({ class: "id" }, jobLink(job)), td({}, state(job.state)),
         td({ class: "mono" }, printable(job.queue)), td({ class: "num" }, tries(job)),
         td({ class: "num" }, String(job.priority)), td({ class: "next" }, nextRun(job)),
-        td({}, time(job.updated_at)), dead ? errorCell(job) : td({ class: "cmd" }, command(job))));
+        td({}, time(job.updated_at)), td({ class: "cmd" }, command(job))));
+    const [head, cls] = view.state === "dead"
+      ? [["ID", "QUEUE", "TRIES", "DIED", "LAST ERROR"], "jobs dead"]
+      : [["ID", "STATE", "QUEUE", "TRIES", "PRI", "NEXT", "UPDATED", "COMMAND"], "jobs"];
     const empty = view.state ? `No ${view.state} jobs.` : "No jobs yet.";
-    const head = ["ID", "STATE", "QUEUE", "TRIES", "PRI", "NEXT", "UPDATED",
-      dead ? "LAST ERROR" : "COMMAND"];
     parts.jobs.classList.remove("loading");
-    show(parts.jobs, table("jobs", head, rows, empty), pager(page));
+    show(parts.jobs, table(cls, head, rows, empty), pager(page));
   }
+
+  // The dead tab: dead jobs are there for their error, which takes the command's place.
+  const deadRows = (page) => page.jobs.map((job) =>
+    el("tr", { class: "row st-dead" }, td({ class: "id" }, jobLink(job)),
+      td({ class: "mono" }, printable(job.queue)), td({ class: "num" }, tries(job)),
+      td({}, time(job.updated_at)), errorCell(job)));
 
   function pager(page) {
     const shown = page.jobs.length;
