@@ -513,13 +513,13 @@
 
   let lastGood = null;
   function setLive(error) {
-    const clock = lastGood ? new Date(lastGood).toISOString().slice(11, 19) + " UTC" : "never";
+    const clock = lastGood ? new Date(lastGood).toISOString().slice(11, 19) + " UTC" : null;
     if (error) {
       parts.live.className = "live offline";
-      parts.live.textContent = `\u25cf offline \u00b7 last update ${clock}`;
+      parts.live.textContent = `\u25cf offline \u00b7 last update ${clock || "none"}`;
       parts.note.hidden = false;
-      parts.note.textContent = `No update: ${error.message}. Retrying every second; the ` +
-        `figures below are from ${clock}.`;
+      parts.note.textContent = `No update: ${error.message}. Still trying; the figures ` +
+        `below are from ${clock || "when the page was loaded"}.`;
     } else {
       parts.live.className = "live on";
       parts.live.textContent = `\u25cf live \u00b7 ${clock}`;
@@ -572,7 +572,8 @@
       busy = false;
       const wait = rerun ? 0 : Math.max(100, POLL_MS - (Date.now() - started));
       rerun = false;
-      timer = setTimeout(poll, wait);
+      // A tab out of sight asks nothing of the server; it reads again when shown.
+      timer = document.hidden ? 0 : setTimeout(poll, wait);
     }
   }
 
@@ -623,6 +624,9 @@
     if (event.key === "Escape" && view.job !== null) go({ ...view, job: null }, true);
   });
   window.addEventListener("popstate", () => go(viewFrom(location.search), false));
+  document.addEventListener("visibilitychange", () => {
+    if (!document.hidden) pollSoon();
+  });
 
   // Ages and countdowns tick between polls, and on while the server is away.
   setInterval(() => {
