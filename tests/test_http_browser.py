@@ -9,11 +9,19 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Dialog, Page, expect, sync_playwright
+from playwright.sync_api import (
+    Browser,
+    BrowserContext,
+    ConsoleMessage,
+    Dialog,
+    Page,
+    expect,
+    sync_playwright,
+)
 
 from helpers import RunCli
 
@@ -92,13 +100,18 @@ def server(db_path: Path, tmp_path: Path, cli_env: dict[str, str]) -> Iterator[D
     running.stop()
 
 
+MISSING = (
+    f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium); the "
+    "browser tests drive it, not Playwright's own browsers"
+)
+
+
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
+def browser() -> Iterator[Browser | None]:
+    """Chromium, or None when it is not installed: each test then fails (not skips) saying so."""
     if not CHROMIUM.exists():
-        pytest.fail(
-            f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium); "
-            "the browser tests drive it, not Playwright's own browsers"
-        )
+        yield None
+        return
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield launched
@@ -126,10 +139,20 @@ class Watched:
 
 
 @pytest.fixture
-def watched(browser: Browser) -> Iterator[Watched]:
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    yield Watched(context.new_page())
-    context.close()
+def new_page(browser: Browser | None) -> Iterator[Callable[[], Watched]]:
+    """Open a page in a fresh browser context (closed after the test)."""
+    contexts: list[BrowserContext] = []
+
+    def open_page() -> Watched:
+        if browser is None:
+            pytest.fail(MISSING)
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        contexts.append(context)
+        return Watched(context.new_page())
+
+    yield open_page
+    for context in contexts:
+        context.close()
 
 
 def enqueue(run_cli: RunCli, **job: str) -> None:
@@ -145,8 +168,9 @@ def open_dashboard(watched: Watched, url: str) -> Page:
 
 
 def test_jobs_enqueued_from_the_cli_appear_live_and_literally(
-    server: DashboardServer, watched: Watched, run_cli: RunCli
+    server: DashboardServer, new_page: Callable[[], Watched], run_cli: RunCli
 ) -> None:
+    watched = new_page()
     page = open_dashboard(watched, server.url)
     expect(page.locator("#jobs")).to_contain_text("No jobs yet.")
 
@@ -176,8 +200,9 @@ def test_jobs_enqueued_from_the_cli_appear_live_and_literally(
 
 
 def test_paging_and_a_job_detail_follow_the_queue(
-    server: DashboardServer, watched: Watched, run_cli: RunCli, tmp_path: Path
+    server: DashboardServer, new_page: Callable[[], Watched], run_cli: RunCli, tmp_path: Path
 ) -> None:
+    watched = new_page()
     lines = [json.dumps({"id": f"bulk-{index:02d}", "command": "true"}) for index in range(20)]
     jobs_file = tmp_path / "jobs.jsonl"
     jobs_file.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -207,8 +232,9 @@ def test_paging_and_a_job_detail_follow_the_queue(
 
 
 def test_a_server_that_goes_away_is_noted_and_polling_goes_on(
-    server: DashboardServer, watched: Watched, run_cli: RunCli
+    server: DashboardServer, new_page: Callable[[], Watched], run_cli: RunCli
 ) -> None:
+    watched = new_page()
     page = open_dashboard(watched, server.url)
     server.stop()
     note = page.locator("#note")
