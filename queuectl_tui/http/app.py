@@ -14,7 +14,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..config import Settings
 from ..errors import Conflict, InvalidInput, NotFound
 from ..store import StoreError
-from . import control, jobs, metrics_routes, reads
+from . import control, dashboard, jobs, metrics_routes, reads
 from .auth import Gate
 from .context import Context, ServeOptions, Stores
 from .errors import HttpError
@@ -112,9 +112,9 @@ def create_app(settings: Settings, options: ServeOptions | None = None) -> Starl
     routes: list[BaseRoute] = [Route("/openapi.json", _openapi, methods=["GET"])]
     routes += reads.ROUTES + metrics_routes.ROUTES
     if options.read_only:
-        routes += jobs.READ_ROUTES
+        routes += jobs.READ_ROUTES + dashboard.ROUTES
     else:
-        routes += control.ROUTES + jobs.ROUTES
+        routes += control.ROUTES + jobs.ROUTES + dashboard.ROUTES
     app = Starlette(
         routes=routes,
         exception_handlers=_errors(),  # type: ignore[arg-type]

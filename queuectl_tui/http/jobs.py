@@ -15,7 +15,15 @@ from ..models import Attempt, Job, JobSpecError, parse_job_spec
 from ..store import Submitted
 from .context import context
 from .errors import HttpError
-from .requests import MAX_PAGE, cursor_param, int_param, json_body, queue_param, state_param
+from .requests import (
+    MAX_PAGE,
+    cursor_param,
+    int_param,
+    json_body,
+    newest_first_param,
+    queue_param,
+    state_param,
+)
 
 RETRY_AFTER_SECONDS = 1  # a full queue drains at the pools' pace; ask again soon
 
@@ -54,19 +62,11 @@ async def list_jobs(request: Request) -> Response:
     ctx = context(request)
     state, queue = state_param(request), queue_param(request)
     limit = int_param(request, "limit", 50, 1, MAX_PAGE)
-    after = cursor_param(request)
+    after, newest = cursor_param(request), newest_first_param(request)
     page = await ctx.stores.run(
-        lambda store: service.list_jobs(store, state, limit + 1, after, queue=queue)
+        lambda store: service.list_jobs(store, state, limit + 1, after, newest, queue)
     )
-    jobs = page.jobs[:limit]
-    more = len(page.jobs) > limit
-    return JSONResponse(
-        {
-            "jobs": [job_view(job) for job in jobs],
-            "next_cursor": str(jobs[-1].seq) if more and jobs else None,
-            "total": page.total,
-        }
-    )
+    return JSONResponse(page_view(page, limit))
 
 
 async def get_job(request: Request) -> Response:
@@ -77,6 +77,18 @@ async def get_job(request: Request) -> Response:
     return JSONResponse(
         job_view(job) | {"attempt_history": [attempt_view(a, shown) for a in attempts]}
     )
+
+
+def page_view(page: service.JobPage, limit: int) -> dict[str, Any]:
+    """The body of GET /jobs from a page read with one job more than `limit` (the dashboard's
+    page renders the same shape)."""
+    jobs = page.jobs[:limit]
+    more = len(page.jobs) > limit
+    return {
+        "jobs": [job_view(job) for job in jobs],
+        "next_cursor": str(jobs[-1].seq) if more and jobs else None,
+        "total": page.total,
+    }
 
 
 def job_view(job: Job) -> dict[str, Any]:

@@ -176,6 +176,12 @@ def document(read_only: bool) -> dict[str, Any]:
                     "required": False,
                     "schema": {"type": "string", "pattern": "^[0-9]{1,18}$"},
                 },
+                {
+                    "name": "order",
+                    "in": "query",
+                    "required": False,
+                    "schema": {"type": "string", "enum": ["oldest", "newest"]},
+                },
             ],
         ),
         "/jobs/{job_id}": _read("A job with its attempts", _ref("Job"), [_JOB_ID]),

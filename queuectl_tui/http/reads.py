@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .. import control, service
+from ..models import Worker
 from ..store import StoreError
 from ..timeutil import now_ms
 from .context import context
@@ -36,16 +39,18 @@ async def workers(request: Request) -> Response:
     stale = ctx.settings.stale_worker_timeout
     active_only = request.query_params.get("active") in ("1", "true")
     found = await ctx.stores.run(lambda store: service.shown_workers(store, stale, active_only))
-    now = now_ms()
-    return JSONResponse(
-        {
-            "workers": [
-                worker.to_dict() | {"heartbeat_age_s": max(0, now - worker.last_heartbeat) / 1000}
-                for worker in found
-            ],
-            "stale_after_s": stale,
-        }
-    )
+    return JSONResponse(workers_view(found, stale, now_ms()))
+
+
+def workers_view(found: list[Worker], stale_after_s: float, now: int) -> dict[str, Any]:
+    """The body of GET /workers (the dashboard's page renders the same shape)."""
+    return {
+        "workers": [
+            worker.to_dict() | {"heartbeat_age_s": max(0, now - worker.last_heartbeat) / 1000}
+            for worker in found
+        ],
+        "stale_after_s": stale_after_s,
+    }
 
 
 async def healthz(request: Request) -> Response:

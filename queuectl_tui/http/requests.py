@@ -87,3 +87,12 @@ def cursor_param(request: Request) -> int | None:
     if not (value.isascii() and value.isdigit()) or len(value) > 18:
         raise HttpError(422, "cursor must be a next_cursor from an earlier page", "cursor")
     return int(value)
+
+
+def newest_first_param(request: Request) -> bool:
+    """`order` of GET /jobs: "oldest" (creation order, the default) or "newest" first; the
+    cursor then pages on towards older jobs."""
+    value = request.query_params.get("order", "oldest")
+    if value not in ("oldest", "newest"):
+        raise HttpError(422, "order must be 'oldest' or 'newest'", "order")
+    return value == "newest"

@@ -1,0 +1,118 @@
+"""The read-only web dashboard: the page at / and its script, styles and icon at /static/.
+
+The page is rendered on the server from the same JSON shapes the API serves, so that its
+first view is complete without JavaScript; the script then polls those JSON routes and
+redraws it in place. Nothing here changes the queue."""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+from pathlib import PurePosixPath
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Route
+
+from .. import service
+from ..errors import NotFound
+from ..models import JobState
+from ..store import Store
+from ..timeutil import now_ms
+from .context import context
+from .errors import HttpError
+from .jobs import attempt_view, job_view, page_view
+from .markup import View
+from .page import DEAD_PAGE, JOBS_PAGE, Snapshot, render
+from .reads import workers_view
+from .requests import cursor_param, state_param
+
+STATIC = resources.files(__package__) / "static"
+_CONTENT_TYPES = {
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+}
+# A plain file name: no separator, no leading dot (so neither '..' nor hidden files).
+_STATIC_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*(\.[A-Za-z0-9]+)+")
+MAX_BACK = 100  # earlier pages remembered in the URL for "previous"
+
+
+def _static_files() -> dict[str, bytes]:
+    """Every servable file of the static folder, read once: a name not listed is a 404,
+    whatever the request's path holds."""
+    found: dict[str, bytes] = {}
+    for entry in STATIC.iterdir():
+        name = entry.name
+        if entry.is_file() and _STATIC_NAME.fullmatch(name) and _content_type(name):
+            found[name] = entry.read_bytes()
+    return found
+
+
+def _content_type(name: str) -> str | None:
+    return _CONTENT_TYPES.get(PurePosixPath(name).suffix.lower())
+
+
+_FILES = _static_files()
+
+
+async def static(request: Request) -> Response:
+    name = request.path_params["name"]
+    body = _FILES.get(name)
+    kind = _content_type(name)
+    if body is None or kind is None:
+        raise HttpError(404, f"no such file: /static/{name}")
+    return Response(body, media_type=kind)
+
+
+def _view(request: Request) -> View:
+    params = request.query_params
+    back_text = params.get("back", "")
+    back = tuple(back_text.split(",")) if back_text else ()
+    if len(back) > MAX_BACK or not all(p.isascii() and p.isdigit() and len(p) <= 18 for p in back):
+        raise HttpError(422, "back must be the cursors of earlier pages", "back")
+    job = params.get("job") or None
+    return View(state_param(request), cursor_param(request), tuple(int(p) for p in back), job)
+
+
+def _read(store: Store, view: View, stale_after_s: float, with_output: bool) -> Snapshot:
+    """Everything the page shows, in the shapes of GET /stats, /jobs, /workers, /jobs/{id}."""
+    stats = service.queue_stats(store).to_dict()
+    # Newest first, as GET /jobs?order=newest: a job just enqueued or just dead is on top.
+    jobs = service.list_jobs(store, view.state, JOBS_PAGE + 1, view.cursor, newest_first=True)
+    dead = service.list_jobs(store, JobState.DEAD, DEAD_PAGE + 1, newest_first=True)
+    workers = service.shown_workers(store, stale_after_s)
+    now = now_ms()
+    job = None
+    if view.job is not None:
+        try:
+            found, attempts = service.job_history(store, view.job)
+        except NotFound:
+            pass
+        else:
+            history = [attempt_view(attempt, with_output) for attempt in attempts]
+            job = job_view(found) | {"attempt_history": history}
+    return Snapshot(
+        stats,
+        page_view(jobs, JOBS_PAGE),
+        page_view(dead, DEAD_PAGE),
+        workers_view(workers, stale_after_s, now),
+        job,
+        now,
+    )
+
+
+async def page(request: Request) -> Response:
+    ctx = context(request)
+    view = _view(request)
+    with_output = ctx.gate.may_see_output(request)
+    stale = ctx.settings.stale_worker_timeout
+    snapshot = await ctx.stores.run(lambda store: _read(store, view, stale, with_output))
+    return HTMLResponse(render(view, snapshot))
+
+
+ROUTES = [
+    Route("/", page, methods=["GET"]),
+    Route("/static/{name}", static, methods=["GET"]),
+]
