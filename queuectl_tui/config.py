@@ -24,7 +24,6 @@ from .lifecycle import RetryPolicy
 from .location import normalise, scheme
 from .models import (
     MAX_QUEUE_LIMIT,
-    MAX_RETRIES_LIMIT,
     JobType,
     job_type_name,
     parse_job_spec,
@@ -396,8 +395,6 @@ def parse_job_types(raw: Any) -> dict[str, JobType]:
             spec = parse_job_spec({key: fields[key] for key in fields if key != "max_queue_depth"})
         except InvalidInput as error:
             raise ConfigError(f"{where}: {error}") from None
-        if spec.max_retries is not None and spec.max_retries > MAX_RETRIES_LIMIT:
-            raise ConfigError(f"{where}.max_retries must be at most {MAX_RETRIES_LIMIT}")
         types[name] = JobType(
             name, spec.command, spec.max_retries, spec.timeout, spec.priority, spec.queue, depth
         )

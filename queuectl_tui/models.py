@@ -90,7 +90,7 @@ MAX_RETRIES_LIMIT = 100
 MAX_TIMEOUT_SECONDS = 7 * 86400
 DEFAULT_QUEUE = "default"
 # A typed job's payload, as JSON text: it travels in the environment too (QUEUECTL_PAYLOAD),
-# where Linux allows one variable 128 KiB, and on stdin through one pipe buffer.
+# where Linux allows one variable 128 KiB.
 MAX_PAYLOAD_BYTES = 64 * 1024
 MAX_QUEUE_LIMIT = 100_000  # running jobs of one queue at once, over every pool
 QUEUE_NAME_RULE = "1 to 64 letters, digits, '-', '_' or '.'"

@@ -239,3 +239,68 @@ def test_serve_refuses_a_bad_address_and_an_open_one_without_tokens(run_cli: Run
     assert len(exposed.stderr.strip().splitlines()) == 1 and exposed.stdout == ""
     window = run_cli("dashboard", "--addr", "0.0.0.0:8081")
     assert window.returncode == 1 and "without tokens" in window.stderr
+
+
+def test_writes_from_another_site_s_page_and_foreign_hosts_are_refused(tmp_path: Path) -> None:
+    loopback = frozenset({"localhost", "127.0.0.1", "::1"})
+    with client_for(settings_for(tmp_path), hosts=loopback) as client:
+        local = {"Host": "127.0.0.1:8080"}
+        job = {"type": "email"}
+        evil = local | {"Origin": "http://evil.example"}
+        assert client.post("/jobs", json=job, headers=evil).status_code == 403
+        sneaky = local | {"Sec-Fetch-Site": "cross-site"}
+        assert client.post("/jobs/x/cancel", headers=sneaky).status_code == 403
+        same = local | {"Origin": "http://127.0.0.1:8080"}
+        assert client.post("/jobs", json=job, headers=same).status_code == 201
+        rebound = {"Host": "evil.example:8080"}
+        assert client.get("/status", headers=rebound).status_code == 421
+        assert client.get("/status", headers={"Host": "localhost:8080"}).status_code == 200
+        blob = client.post("/jobs", content=b'{"type":"email"}', headers=local)
+        assert blob.status_code == 415  # a body without its media type
+        upper = local | {"Content-Type": "Application/JSON"}
+        assert client.post("/jobs", content=b'{"type":"email"}', headers=upper).status_code == 201
+    assert len(_stored_ids(tmp_path)) == 2
+
+
+def test_an_unknown_token_is_refused_everywhere_and_payloads_need_a_token(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path, tokens=(WRITE, READ))
+    with client_for(settings) as client:
+        unknown = {"Authorization": "Bearer " + "u" * 24}
+        for path in ("/status", "/jobs", "/workers", "/metrics", "/"):
+            assert client.get(path, headers=unknown).status_code == 401, path
+        job = {"type": "email", "payload": {"password": "hunter2"}}
+        job_id = client.post("/jobs", json=job, headers=bearer(WRITE)).json()["id"]
+        assert client.get(f"/jobs/{job_id}").json()["payload"] is None
+        assert client.get("/jobs").json()["jobs"][0]["payload"] is None
+        shown = client.get(f"/jobs/{job_id}", headers=bearer(READ)).json()
+        assert shown["payload"] == {"password": "hunter2"}
+        assert "hunter2" not in client.get("/").text
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        (b'{"\\ud800": 1}', 422),  # a lone surrogate in a key the error names
+        (b'{"type": "\\ud800"}', 422),
+        (b'{"type": "email", "payload": NaN}', 400),
+        (b'{"type": "email", "priority": ' + b"9" * 5000 + b"}", 400),
+        (b"[" * 100_000, 400),
+    ],
+)
+def test_odd_json_is_refused_without_a_server_error(
+    tmp_path: Path, body: bytes, status: int
+) -> None:
+    with client_for(settings_for(tmp_path)) as client:
+        answer = client.post("/jobs", content=body, headers={"Content-Type": "application/json"})
+    assert answer.status_code == status, answer.text
+    assert answer.json()["error"]
+
+
+def test_a_database_that_cannot_be_opened_gives_503_at_once_not_a_hang(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path)
+    (tmp_path / "q.db").write_bytes(b"this is not a database" * 100)
+    with client_for(settings) as client:
+        submitted = client.post("/jobs", json={"type": "email"})
+        assert submitted.status_code == 503 and "cannot be stored" in submitted.json()["error"]
+        health = client.get("/healthz")
+        assert health.status_code == 503 and health.json()["ok"] is False

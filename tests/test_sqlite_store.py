@@ -178,7 +178,9 @@ def test_newer_schema_is_refused(db_path: Path) -> None:
         ("claim_next", ("w1", 1, 1, 1, "default", 1)),
         ("first_waiting", ("default",)),
         ("first_of_level", ("default", 0)),
-        ("waiting_levels", ("default", 1)),
+        ("waiting_levels", ("default", 1, 33)),
+        ("best_due_scan", ("default", 1)),
+        ("earliest_scan", ("default", 1)),
     ],
 )
 def test_the_claim_and_the_due_check_use_the_ready_index(
@@ -239,6 +241,21 @@ def test_statements_over_a_list_of_ids_look_each_id_up(store: SQLiteStore) -> No
                 plan = conn.execute("EXPLAIN QUERY PLAN " + statement, values).fetchall()
                 text = " ".join(row[3] for row in plan)
                 assert "(id=?)" in text or "(rowid=?)" in text, (name, count, text)
+
+
+def test_a_queue_of_many_priority_levels_is_read_by_a_scan(
+    store: SQLiteStore,
+) -> None:
+    """Past MAX_LEVELS distinct priorities the readers scan instead of seeking level by
+    level, and their answers stay right."""
+    late = "2030-01-01T00:00:00Z"
+    store.enqueue(spec(id="due", priority=-1), 3, NOW)
+    store.enqueue_many([spec(priority=p, run_at=late) for p in range(200)], 3, NOW)
+    with sqlite_file(store.location) as conn:
+        assert ready.levels(conn, "default", NOW) is None
+        assert ready.best_due(conn, "default", NOW) == (-1, NOW, store.get("due").seq)
+        assert ready.oldest_due(conn, "default", NOW) == NOW
+        assert ready.next_run_at(conn, NOW) == spec(run_at=late).run_at
 
 
 def test_rows_become_jobs_by_column_name_whatever_the_order_of_the_columns(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import statistics
 import subprocess
@@ -50,6 +51,7 @@ class _Server:
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            env={k: v for k, v in os.environ.items() if not k.startswith("QUEUECTL_")},
         )
         deadline = time.monotonic() + 30
         while not self._answers():

@@ -81,21 +81,27 @@ def seal_inherited_fds() -> None:
                 pass  # the directory listing's own descriptor, already closed
 
 
-def _stdin_pipe(data: bytes) -> int:
-    """The read end of a pipe that holds `data` and then ends: the write end is filled and
-    closed before the child starts, so no thread has to feed it. A payload is at most
-    models.MAX_PAYLOAD_BYTES, which fits Linux's default pipe buffer of 64 KiB."""
-    read_fd, write_fd = os.pipe()
+def _stdin_file(data: bytes) -> int:
+    """A descriptor that reads `data` and then ends, for a child's stdin: an anonymous file in
+    memory (memfd), written before the child starts, so nothing can block on a full pipe and
+    no thread has to feed it. Where memfd is missing, a temporary file that is already gone
+    from its folder."""
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create("queuectl-payload", os.MFD_CLOEXEC)
+    else:  # pragma: no cover - not Linux
+        import tempfile
+
+        with tempfile.TemporaryFile() as handle:
+            fd = os.dup(handle.fileno())
     try:
-        written = 0
-        while written < len(data):
-            written += os.write(write_fd, data[written:])
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.lseek(fd, 0, os.SEEK_SET)
     except BaseException:
-        os.close(read_fd)
+        os.close(fd)
         raise
-    finally:
-        os.close(write_fd)
-    return _above_stdio(read_fd)
+    return _above_stdio(fd)
 
 
 def spawn_shell(command: str, env: Mapping[str, str], stdin: bytes | None = None) -> Child:
@@ -105,7 +111,7 @@ def spawn_shell(command: str, env: Mapping[str, str], stdin: bytes | None = None
     read_fd, write_fd = _above_stdio(read_fd), _above_stdio(write_fd)
     input_fd: int | None = None
     try:
-        input_fd = None if stdin is None else _stdin_pipe(stdin)
+        input_fd = None if stdin is None else _stdin_file(stdin)
         if not _POSIX_SPAWN_SETSID:
             return _popen(command, env, read_fd, write_fd, input_fd)
         pid = os.posix_spawn(

@@ -12,12 +12,13 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..config import Settings
-from ..errors import Conflict, InvalidInput, NotFound
+from ..errors import Conflict, Damaged, InvalidInput, NotFound, Unavailable
 from ..store import StoreError
 from . import control, dashboard, jobs, metrics_routes, reads
 from .auth import Gate
 from .context import Context, ServeOptions, Stores
 from .errors import HttpError
+from .guard import RequestGuard
 from .openapi import document
 from .submitter import Submitter
 
@@ -72,7 +73,7 @@ def _errors() -> dict[type[Exception] | int, object]:
     async def conflict(request: Request, error: Exception) -> Response:
         return HttpError(409, str(error)).response()
 
-    async def store_error(request: Request, error: Exception) -> Response:
+    async def unavailable(request: Request, error: Exception) -> Response:
         return HttpError(503, str(error)).response()
 
     async def no_route(request: Request, error: Exception) -> Response:
@@ -82,14 +83,19 @@ def _errors() -> dict[type[Exception] | int, object]:
         return HttpError(405, f"{request.method} is not allowed here").response()
 
     async def unexpected(request: Request, error: Exception) -> Response:
-        return HttpError(500, "internal error; the server log has the details").response()
+        # Answered outside the middleware that adds the security headers: added here.
+        headers = {name.decode(): value.decode() for name, value in _SECURITY_HEADERS}
+        failed = HttpError(500, "internal error; the server log has the details")
+        return failed.response(headers)
 
     return {
         HttpError: http_error,
         NotFound: not_found,
         InvalidInput: invalid,
         Conflict: conflict,
-        StoreError: store_error,
+        StoreError: unavailable,
+        Unavailable: unavailable,
+        Damaged: unavailable,
         404: no_route,
         405: wrong_method,
         Exception: unexpected,
@@ -121,5 +127,6 @@ def create_app(settings: Settings, options: ServeOptions | None = None) -> Starl
         lifespan=lifespan,
     )
     app.state.queuectl = ctx
+    app.add_middleware(RequestGuard, gate=ctx.gate, hosts=options.hosts)
     app.add_middleware(SecurityHeaders)
     return app

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TypeVar
 
 from starlette.concurrency import run_in_threadpool
@@ -24,6 +24,9 @@ T = TypeVar("T")
 class ServeOptions:
     allow_commands: bool = False  # take jobs with a raw `command`, not only typed ones
     read_only: bool = False  # `queuectl dashboard --addr`: the dashboard and reads alone
+    # The host names requests may address (against DNS rebinding); None: any, as behind a
+    # proxy or on an address that needs tokens anyway.
+    hosts: frozenset[str] | None = None
 
 
 class Stores:
@@ -62,7 +65,6 @@ class Context:
     gate: Gate
     stores: Stores
     submitter: Submitter
-    started: list[bool] = field(default_factory=list)
 
 
 def context(request: Request) -> Context:

@@ -92,11 +92,11 @@ def _read(store: Store, view: View, stale_after_s: float, with_output: bool) -> 
             pass
         else:
             history = [attempt_view(attempt, with_output) for attempt in attempts]
-            job = job_view(found) | {"attempt_history": history}
+            job = job_view(found, with_output) | {"attempt_history": history}
     return Snapshot(
         stats,
-        page_view(jobs, JOBS_PAGE),
-        page_view(dead, DEAD_PAGE),
+        page_view(jobs, JOBS_PAGE, with_output),
+        page_view(dead, DEAD_PAGE, with_output),
         workers_view(workers, stale_after_s, now),
         job,
         now,

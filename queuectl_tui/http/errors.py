@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from starlette.responses import JSONResponse
+import json
+
+from starlette.responses import Response
+
+from ..display import printable
 
 
 class HttpError(Exception):
@@ -21,6 +25,14 @@ class HttpError(Exception):
         self.field = field
         self.headers = headers or {}
 
-    def response(self) -> JSONResponse:
-        body = {"error": self.message, "field": self.field}
-        return JSONResponse(body, status_code=self.status, headers=self.headers)
+    def response(self, headers: dict[str, str] | None = None) -> Response:
+        # The message and the field may quote input (a key, a type name): shown printable and
+        # encoded as ASCII JSON, so that not even a lone surrogate can break the answer.
+        field = None if self.field is None else printable(self.field, single_line=True)
+        body = {"error": printable(self.message, single_line=True), "field": field}
+        return Response(
+            json.dumps(body, ensure_ascii=True),
+            status_code=self.status,
+            headers=self.headers | (headers or {}),
+            media_type="application/json",
+        )

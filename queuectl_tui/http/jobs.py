@@ -66,7 +66,7 @@ async def list_jobs(request: Request) -> Response:
     page = await ctx.stores.run(
         lambda store: service.list_jobs(store, state, limit + 1, after, newest, queue)
     )
-    return JSONResponse(page_view(page, limit))
+    return JSONResponse(page_view(page, limit, ctx.gate.may_see_output(request)))
 
 
 async def get_job(request: Request) -> Response:
@@ -75,24 +75,27 @@ async def get_job(request: Request) -> Response:
     job, attempts = await ctx.stores.run(lambda store: service.job_history(store, job_id))
     shown = ctx.gate.may_see_output(request)
     return JSONResponse(
-        job_view(job) | {"attempt_history": [attempt_view(a, shown) for a in attempts]}
+        job_view(job, shown) | {"attempt_history": [attempt_view(a, shown) for a in attempts]}
     )
 
 
-def page_view(page: service.JobPage, limit: int) -> dict[str, Any]:
+def page_view(page: service.JobPage, limit: int, with_secrets: bool) -> dict[str, Any]:
     """The body of GET /jobs from a page read with one job more than `limit` (the dashboard's
     page renders the same shape)."""
     jobs = page.jobs[:limit]
     more = len(page.jobs) > limit
     return {
-        "jobs": [job_view(job) for job in jobs],
+        "jobs": [job_view(job, with_secrets) for job in jobs],
         "next_cursor": str(jobs[-1].seq) if more and jobs else None,
         "total": page.total,
     }
 
 
-def job_view(job: Job) -> dict[str, Any]:
-    return job.to_dict()
+def job_view(job: Job, with_secrets: bool = True) -> dict[str, Any]:
+    view = job.to_dict()
+    if not with_secrets:
+        view["payload"] = None  # it may hold secrets, as output does: a token shows it
+    return view
 
 
 def attempt_view(attempt: Attempt, with_output: bool) -> dict[str, Any]:
@@ -102,10 +105,12 @@ def attempt_view(attempt: Attempt, with_output: bool) -> dict[str, Any]:
     return view
 
 
-ROUTES = [
-    Route("/jobs", submit, methods=["POST"]),
-    Route("/createJob", submit, methods=["POST"]),
+READ_ROUTES = [
     Route("/jobs", list_jobs, methods=["GET"]),
     Route("/jobs/{job_id:path}", get_job, methods=["GET"]),
 ]
-READ_ROUTES = ROUTES[2:]
+ROUTES = [
+    Route("/jobs", submit, methods=["POST"]),
+    Route("/createJob", submit, methods=["POST"]),
+    *READ_ROUTES,
+]

@@ -191,6 +191,12 @@ def document(read_only: bool) -> dict[str, Any]:
         "/workers": _read("Workers with their heartbeat age", _ref("Anything")),
         "/healthz": _read("Whether the database answers", _ref("Anything")),
         "/metrics.json": _read("The reference queue's metrics keys", _ref("Anything")),
+        "/metrics": {
+            "get": {
+                "summary": "Prometheus text (the JSON keys with Accept: application/json)",
+                "responses": {"200": {"description": "the metrics"}},
+            }
+        },
     }
     paths["/jobs/{job_id}"]["get"]["responses"]["404"] = _error("no such job")
     if not read_only:

@@ -9,6 +9,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .. import control, service
+from ..errors import Damaged, Unavailable
 from ..models import Worker
 from ..store import StoreError
 from ..timeutil import now_ms
@@ -57,7 +58,7 @@ async def healthz(request: Request) -> Response:
     """200 while the database answers a read; 503 with the reason when it does not."""
     try:
         await context(request).stores.run(lambda store: service.queue_status(store))
-    except StoreError as error:
+    except (StoreError, Unavailable, Damaged) as error:
         return JSONResponse({"ok": False, "error": str(error)}, 503)
     return JSONResponse({"ok": True})
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import signal
 import socket
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import FrameType
 
 from ..config import Settings
 from ..errors import InvalidInput
-from .auth import bind_refusal
+from .auth import bind_refusal, is_loopback
 from .context import ServeOptions
+from .guard import LOOPBACK_NAMES
 
 DEFAULT_ADDRESS = "127.0.0.1:8080"
 
@@ -82,11 +83,14 @@ def serve(
     # handler receives it then and ends the process with status 0 (a stop asked for).
     for stop in (signal.SIGINT, signal.SIGTERM):
         signal.signal(stop, _stopped)
+    if is_loopback(address.host):  # only this machine's names reach a loopback server
+        options = replace(options, hosts=LOOPBACK_NAMES | {address.host.lower()})
     config = uvicorn.Config(
         create_app(settings, options),
         log_level="warning",
         access_log=False,
         server_header=False,
+        proxy_headers=False,  # X-Forwarded-For from a local client must not name the client
         lifespan="on",
     )
     uvicorn.Server(config).run(sockets=[sock])

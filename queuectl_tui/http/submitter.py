@@ -1,31 +1,35 @@
 """Group commit: submissions that arrive together share one durable transaction.
 
-Requests hand their validated jobs to one thread with a store of its own. It takes the first
-waiting submission, collects whatever else arrives within a short window (or until a batch is
-full), and commits them all at once, so the rate is bound by one fsync per batch, not per
-request. Each request is answered only after the transaction holding its job is durable.
-Two such threads share the submissions: while one waits for the disk to sync its commit, the
-other collects and commits the next batch."""
+Requests hand their validated jobs to committer threads, each with a store of its own. A
+committer takes the first waiting submission and whatever else is waiting behind it (the
+submissions that arrived while the commit before ran), up to a batch, and commits them all at
+once, so the rate is bound by one fsync per batch, not per request. Each request is answered
+only after the transaction holding its job is durable. Two committers share the submissions:
+while one waits for the disk to sync its commit, the other commits the next batch.
+
+A request never waits forever: if no committer is alive (its store could not be opened, or
+the server is stopping) it is refused at once, and any wait is bounded."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import queue
 import threading
-import time
 from dataclasses import dataclass
 
 from .. import service
 from ..config import Settings
 from ..models import JobSpec
-from ..store import Store, SubmitResult
+from ..store import Store, StoreError, SubmitResult
 
-# How long a batch waits for company after its first submission. 0: the batch is what
-# arrived while the commit before it ran, which groups well under load (8 clients: 1,800 to
-# 2,300 submissions/s here, against 1,550 to 1,770 with a 1 ms wait) and adds nothing alone.
-WINDOW_SECONDS = 0.0
 MAX_BATCH = 500
 COMMITTERS = 2
+ANSWER_WITHIN_SECONDS = 60.0  # far beyond any commit; a request past it gets 503
+
+
+class SubmitterDown(StoreError):
+    """No committer can take the submission: nothing was stored."""
 
 
 @dataclass(slots=True)
@@ -36,14 +40,17 @@ class _Waiting:
 
 
 class Submitter:
-    def __init__(self, settings: Settings, window: float = WINDOW_SECONDS) -> None:
-        # window: seconds a batch waits for more after its first submission (0: none)
+    def __init__(self, settings: Settings) -> None:
         self._settings = settings
-        self._window = window
         self._inbox: queue.SimpleQueue[_Waiting | None] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
+        self._alive = 0
+        self._lock = threading.Lock()
+        self._why_down = "the server is not accepting submissions"
 
     def start(self) -> None:
+        with self._lock:
+            self._alive = COMMITTERS
         for number in range(COMMITTERS):
             name = f"queuectl-submit-{number + 1}"
             thread = threading.Thread(target=self._serve, name=name, daemon=True)
@@ -60,30 +67,56 @@ class Submitter:
     async def submit(self, spec: JobSpec) -> SubmitResult:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[SubmitResult] = loop.create_future()
-        self._inbox.put(_Waiting(spec, loop, future))
-        return await future
+        with self._lock:
+            if not self._alive:
+                raise SubmitterDown(self._why_down)
+            self._inbox.put(_Waiting(spec, loop, future))
+        try:
+            return await asyncio.wait_for(future, ANSWER_WITHIN_SECONDS)
+        except TimeoutError:
+            raise SubmitterDown("the database did not take the submission in time") from None
 
     def _serve(self) -> None:
-        store = service.open_queue(self._settings)
+        store: Store | None = None
         try:
-            while True:
-                first = self._inbox.get()
-                if first is None:
-                    return
-                batch, stopping = self._collect(first)
-                self._commit(store, batch)
-                if stopping:
-                    return
+            store = service.open_queue(self._settings)
+            while self._take(store):
+                pass
+        except BaseException as error:  # the store would not open, or a bug: say so below
+            self._why_down = f"submissions cannot be stored: {error}"
         finally:
-            store.close()
+            if store is not None:
+                store.close()
+            self._retire()
+
+    def _take(self, store: Store) -> bool:
+        """Commit the next batch; False once told to stop."""
+        first = self._inbox.get()
+        if first is None:
+            return False
+        batch, stopping = self._collect(first)
+        self._commit(store, batch)
+        return not stopping
+
+    def _retire(self) -> None:
+        """This committer ends; the last one out refuses whatever is still waiting."""
+        with self._lock:
+            self._alive -= 1
+            if self._alive:
+                return
+        while True:
+            try:
+                item = self._inbox.get_nowait()
+            except queue.Empty:
+                return
+            if item is not None:
+                _settle(item, None, SubmitterDown(self._why_down))
 
     def _collect(self, first: _Waiting) -> tuple[list[_Waiting], bool]:
         batch = [first]
-        deadline = time.monotonic() + self._window
         while len(batch) < MAX_BATCH:
             try:
-                left = deadline - time.monotonic()
-                more = self._inbox.get(timeout=left) if left > 0 else self._inbox.get_nowait()
+                more = self._inbox.get_nowait()
             except queue.Empty:
                 break
             if more is None:
@@ -96,17 +129,22 @@ class Submitter:
             results = service.submit(store, self._settings, [item.spec for item in batch])
         except Exception as error:  # the whole transaction failed: every request hears why
             for item in batch:
-                item.loop.call_soon_threadsafe(_fail, item.future, error)
+                _settle(item, None, error)
             return
         for item, result in zip(batch, results, strict=True):
-            item.loop.call_soon_threadsafe(_answer, item.future, result)
+            _settle(item, result, None)
 
 
-def _answer(future: asyncio.Future[SubmitResult], result: SubmitResult) -> None:
-    if not future.done():  # the client may have gone away
-        future.set_result(result)
+def _settle(item: _Waiting, result: SubmitResult | None, error: Exception | None) -> None:
+    """Answer one request on its event loop (which may have closed: the server stopped)."""
 
+    def answer() -> None:
+        if item.future.done():  # the client went away, or its wait ran out
+            return
+        if error is not None:
+            item.future.set_exception(error)
+        else:
+            item.future.set_result(result)  # type: ignore[arg-type]
 
-def _fail(future: asyncio.Future[SubmitResult], error: Exception) -> None:
-    if not future.done():
-        future.set_exception(error)
+    with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits for the answer
+        item.loop.call_soon_threadsafe(answer)

@@ -1,8 +1,8 @@
 -- Migration 4: the attempt totals and rates per queue, so that `stats --queue` takes the
 -- same time at any size as `stats`. The totals count every attempt ever recorded, jobs
 -- deleted since included, so they are split, not recounted: the attempts still on record
--- go to their job's queue and what is left of each total (deleted jobs' attempts) stays
--- with 'default', where every job was before migration 3.
+-- go to their job's queue, and what is left of each total (the attempts of jobs deleted
+-- since, whose queue is no longer known) is counted under 'default'.
 
 -- The trigger that keeps them names them: it goes first and is made again at the end.
 DROP TRIGGER attempts_count_insert;

@@ -316,9 +316,10 @@ SELECT priority, run_at, seq FROM jobs INDEXED BY jobs_ready
  ORDER BY run_at, seq LIMIT 1
 
 -- name: waiting_levels
--- Each priority level of one queue's waiting jobs, with its earliest run_at and its earliest
--- run_at after ?2. Each next level is one seek in the ready index (the highest priority
--- below the last), so the cost grows with the number of levels, not of jobs.
+-- Each priority level of one queue's waiting jobs (at most ?3 of them, highest first), with
+-- its earliest run_at and its earliest run_at after ?2. Each next level is one seek in the
+-- ready index (the highest priority below the last), so the cost grows with the number of
+-- levels, not of jobs; past ?3 levels the reader falls back to the scans below.
 WITH RECURSIVE level(p) AS (
     SELECT max(priority) FROM jobs INDEXED BY jobs_ready
      WHERE queue = ?1 AND state IN ('pending', 'failed')
@@ -326,6 +327,7 @@ WITH RECURSIVE level(p) AS (
     SELECT (SELECT max(priority) FROM jobs INDEXED BY jobs_ready
              WHERE queue = ?1 AND state IN ('pending', 'failed') AND priority < level.p)
       FROM level WHERE level.p IS NOT NULL
+     LIMIT ?3
 )
 SELECT p,
        (SELECT min(run_at) FROM jobs INDEXED BY jobs_ready
@@ -334,6 +336,18 @@ SELECT p,
          WHERE queue = ?1 AND state IN ('pending', 'failed') AND priority = level.p
            AND run_at > ?2)
   FROM level WHERE p IS NOT NULL
+
+-- name: best_due_scan
+-- For a queue of very many priority levels: the claim order's first due job, walking the
+-- ready index past the jobs scheduled for later.
+SELECT priority, run_at, seq FROM jobs INDEXED BY jobs_ready
+ WHERE queue = ? AND state IN ('pending', 'failed') AND run_at <= ?
+ ORDER BY priority DESC, run_at, seq LIMIT 1
+
+-- name: earliest_scan
+-- For a queue of very many priority levels: its earliest run_at, and the earliest after ?2.
+SELECT min(run_at), min(CASE WHEN run_at > ?2 THEN run_at END) FROM jobs INDEXED BY jobs_ready
+ WHERE queue = ?1 AND state IN ('pending', 'failed')
 
 -- name: claim_seq
 UPDATE jobs SET state = 'processing', worker_id = ?, worker_pid = ?, claimed_at = ?,
