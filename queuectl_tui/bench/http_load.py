@@ -62,7 +62,10 @@ class _Server:
     def _answers(self) -> bool:
         try:
             with socket.create_connection(("127.0.0.1", self.port), timeout=1) as sock:
-                sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n")
+                host = f"127.0.0.1:{self.port}".encode()
+                sock.sendall(
+                    b"GET /healthz HTTP/1.1\r\nHost: " + host + b"\r\nConnection: close\r\n\r\n"
+                )
                 return sock.recv(64).startswith(b"HTTP/1.1 200")
         except OSError:
             return False
@@ -77,7 +80,8 @@ async def _client(port: int, count: int, latencies: list[float]) -> None:
     sock = writer.get_extra_info("socket")
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     request = (
-        b"POST /jobs HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
+        b"POST /jobs HTTP/1.1\r\nHost: 127.0.0.1:" + str(port).encode() + b"\r\n"
+        b"Content-Type: application/json\r\n"
         b"Content-Length: " + str(len(_BODY)).encode() + b"\r\n\r\n" + _BODY
     )
     try:
