@@ -209,14 +209,16 @@ class FlakyLog(io.StringIO):
         return super().write(text)
 
 
-def test_a_log_that_cannot_be_written_harms_no_job(database: str) -> None:
+def test_a_log_that_cannot_be_written_harms_no_job(database: str, tmp_path: Path) -> None:
     log = FlakyLog()
-    enqueue(database, "long", "sleep 1; echo finished", max_retries=0)
+    go = tmp_path / "go"  # "long" runs until "short" is done, however slow the machine
+    enqueue(database, "long", f"until [ -e {go} ]; do sleep 0.02; done", max_retries=0)
     pool = InProcessPool(database, count=2, log=log)
     wait_until(lambda: pool.events("claimed"), what="long to start")
     log.fail_next = True
     enqueue(database, "short", "true", max_retries=0)
     wait_until(lambda: get(database, "short").state is JobState.COMPLETED, what="short")
+    go.touch()
     wait_until(lambda: get(database, "long").state is JobState.COMPLETED, what="long")
     assert not log.fail_next  # the failure did happen
     assert pool.events("dispatcher error") == []

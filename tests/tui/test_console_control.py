@@ -79,7 +79,7 @@ async def test_shift_d_deletes_a_finished_job_and_refuses_a_running_one(
         assert dead not in app.table_for(Pane.DEAD).keys
 
 
-async def test_r_runs_a_failed_job_now(make_console, demo_store, settle) -> None:
+async def test_r_runs_a_failed_job_now(make_console, demo_store, settle, wait_for) -> None:
     app = make_console()
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
@@ -91,7 +91,7 @@ async def test_r_runs_a_failed_job_now(make_console, demo_store, settle) -> None
         await settle(pilot)
         assert "it runs now, its attempts kept" in app.screen.message.plain
         await pilot.press("y")
-        await settle(pilot)
+        await wait_for(pilot, lambda: demo_store.actions())  # the write runs on a worker
         job = demo_store.get(job_id)
         assert job.state is JobState.FAILED and job.attempts == attempts
         assert job.run_at <= demo_store.actions()[0].at  # ready from the moment it was asked
