@@ -8,6 +8,17 @@ from __future__ import annotations
 from .models import Job, JobState, WorkerStatus
 from .timeutil import human_seconds
 
+# The states in the order an operator follows a job through the queue: the state tabs of the
+# console and of the web dashboard.
+STATE_ORDER: tuple[JobState, ...] = (
+    JobState.PENDING,
+    JobState.PROCESSING,
+    JobState.FAILED,
+    JobState.DEAD,
+    JobState.COMPLETED,
+    JobState.CANCELLED,
+)
+
 STATE_STYLES: dict[JobState, str] = {
     JobState.PENDING: "cyan",
     JobState.PROCESSING: "yellow",

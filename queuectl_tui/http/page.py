@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..models import JobState
+from ..presentation import STATE_ORDER
 from ..timeutil import to_iso_seconds
 from . import panels
 from .markup import (
@@ -25,15 +26,7 @@ from .markup import (
 
 JOBS_PAGE = 15  # jobs per page of the jobs list (the script reads it from the page)
 DEAD_PAGE = 8  # dead jobs in the dead letters card; the dead tab pages through them all
-TABS: tuple[JobState | None, ...] = (
-    None,
-    JobState.PENDING,
-    JobState.PROCESSING,
-    JobState.FAILED,
-    JobState.DEAD,
-    JobState.COMPLETED,
-    JobState.CANCELLED,
-)
+TABS: tuple[JobState | None, ...] = (None, *STATE_ORDER)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from typing import Any
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from ..models import JobState
+from ..presentation import STATE_ORDER
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,20 +34,7 @@ class ActionSpec:
 
 
 # The state tabs, in the order an operator follows a job through the queue.
-STATE_TABS = (
-    "all",
-    *(
-        state.value
-        for state in (
-            JobState.PENDING,
-            JobState.PROCESSING,
-            JobState.FAILED,
-            JobState.DEAD,
-            JobState.COMPLETED,
-            JobState.CANCELLED,
-        )
-    ),
-)
+STATE_TABS = ("all", *(state.value for state in STATE_ORDER))
 
 GLOBAL = "Anywhere"
 TABLES = "Jobs and dead letters"
