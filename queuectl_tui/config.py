@@ -182,14 +182,14 @@ SETTINGS: tuple[SettingSpec, ...] = (
         0,
         10**12,
         "jobs waiting to run (pending and failed) beyond which HTTP submissions get 429 "
-        "(0: no limit)",
+        "(0: no limit; read when `serve` starts)",
     ),
     SettingSpec(
         "http_body_limit",
         int,
         1024,
         64 * 1024 * 1024,
-        "bytes of an HTTP request body beyond which it gets 413",
+        "bytes of an HTTP request body beyond which it gets 413 (read when `serve` starts)",
     ),
 )
 SETTINGS_BY_KEY: dict[str, SettingSpec] = {spec.key: spec for spec in SETTINGS}

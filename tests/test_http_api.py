@@ -304,3 +304,20 @@ def test_a_database_that_cannot_be_opened_gives_503_at_once_not_a_hang(tmp_path:
         assert submitted.status_code == 503 and "cannot be stored" in submitted.json()["error"]
         health = client.get("/healthz")
         assert health.status_code == 503 and health.json()["ok"] is False
+
+
+def test_a_typed_only_server_asks_for_a_type_and_a_read_only_one_says_where_writes_go(
+    tmp_path: Path,
+) -> None:
+    with client_for(settings_for(tmp_path)) as client:
+        missing = client.post("/jobs", json={})
+        assert missing.status_code == 422 and missing.json()["field"] == "type"
+        assert "known: email" in missing.json()["error"]
+    with client_for(settings_for(tmp_path), read_only=True) as client:
+        refused = client.post("/jobs", json={"type": "email"})
+        assert refused.status_code == 405 and "queuectl serve" in refused.json()["error"]
+
+
+def test_an_address_given_as_a_url_is_a_usage_error(run_cli: RunCli) -> None:
+    result = run_cli("serve", "--addr", "http://127.0.0.1:8095")
+    assert result.returncode == 2 and "--addr must be HOST:PORT" in result.stderr

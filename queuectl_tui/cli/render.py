@@ -416,6 +416,8 @@ def job_detail(job: Job, attempts: Sequence[Attempt], out: Console) -> None:
     for key, value in job.to_dict().items():
         if key == "state":
             fields.add_row(key, state_text(job.state))
+        elif key == "payload":  # JSON, as the job's command gets it
+            fields.add_row(key, plain("" if job.payload is None else job.payload))
         else:
             fields.add_row(key, plain("" if value is None else value))
     out.print(fields)

@@ -80,6 +80,9 @@ def _errors() -> dict[type[Exception] | int, object]:
         return HttpError(404, f"no such resource: {request.url.path}").response()
 
     async def wrong_method(request: Request, error: Exception) -> Response:
+        if request.app.state.queuectl.options.read_only:
+            message = "this server only reads (queuectl dashboard --addr); queuectl serve writes"
+            return HttpError(405, message).response()
         return HttpError(405, f"{request.method} is not allowed here").response()
 
     async def unexpected(request: Request, error: Exception) -> Response:

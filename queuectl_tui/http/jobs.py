@@ -37,6 +37,12 @@ async def submit(request: Request) -> Response:
     try:
         spec = parse_job_spec(body, ctx.settings.job_types)
     except JobSpecError as error:
+        if error.field == "command" and not ctx.options.allow_commands:
+            # This server takes typed jobs only: say what it does take.
+            known = ", ".join(sorted(ctx.settings.job_types)) or "none are configured"
+            raise HttpError(
+                422, f"give the job a 'type' (known: {known}) and its 'payload'", "type"
+            ) from None
         raise HttpError(422, str(error), error.field) from None
     if spec.job_type is None and not ctx.options.allow_commands:
         raise HttpError(

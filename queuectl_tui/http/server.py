@@ -35,7 +35,7 @@ class Address:
 def parse_address(text: str) -> Address:
     """'127.0.0.1:8080', 'localhost:8080', '[::1]:8080' or ':8080' (loopback)."""
     host, sep, port = text.strip().rpartition(":")
-    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536 or "/" in host:
         raise InvalidInput(f"--addr must be HOST:PORT, such as {DEFAULT_ADDRESS}, not {text!r}")
     host = host.strip("[]") or "127.0.0.1"
     return Address(host, int(port))
