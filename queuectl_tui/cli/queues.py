@@ -43,6 +43,14 @@ def list_queues(
     out.print(render.queues_table(queues, now))
 
 
+def _set_paused(ctx: typer.Context, name: str, paused: bool) -> str:
+    """Pause or resume the queue NAME names; returns the checked name."""
+    name = queue_option(name, "NAME")
+    with open_store(ctx) as store:
+        control.set_paused(store, name, paused, control.local_operator(CLI))
+    return name
+
+
 @app.command("pause")
 @guarded
 def pause(ctx: typer.Context, name: str = typer.Argument(..., metavar="NAME")) -> None:
@@ -51,9 +59,7 @@ def pause(ctx: typer.Context, name: str = typer.Argument(..., metavar="NAME")) -
 
     Example: queuectl queue pause reports
     """
-    name = queue_option(name, "NAME")
-    with open_store(ctx) as store:
-        control.set_paused(store, name, True, control.local_operator(CLI))
+    name = _set_paused(ctx, name, True)
     print(f"Queue {name} paused: its jobs wait until `queuectl queue resume {name}`")
 
 
@@ -64,9 +70,7 @@ def resume(ctx: typer.Context, name: str = typer.Argument(..., metavar="NAME")) 
 
     Example: queuectl queue resume reports
     """
-    name = queue_option(name, "NAME")
-    with open_store(ctx) as store:
-        control.set_paused(store, name, False, control.local_operator(CLI))
+    name = _set_paused(ctx, name, False)
     print(f"Queue {name} resumed")
 
 
