@@ -24,6 +24,7 @@ from ..models import (
     Worker,
     WorkerStatus,
 )
+from ..timeutil import now_ms
 
 
 class ChangeFeed(ABC):
@@ -247,6 +248,12 @@ class Store(ABC):
         """A feed of this queue's changes for one waiting thread, reading through this store
         (give it a store of its own). `mode` picks how a backend detects them, where it has
         a choice (SQLite: "inotify", "poll" or "auto")."""
+
+    def now(self) -> int:
+        """The time (ms since the epoch) that callers stamp this store's writes with and judge
+        its times by: this host's clock by default; a store shared by several hosts answers
+        with its database's clock, so that every host reads one clock."""
+        return now_ms()
 
     @abstractmethod
     def change_token(self) -> int:
