@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from ...lifecycle import FAILED_OUTCOMES, RetryPolicy, after_attempt
 from ...models import Job, JobState, Outcome
 from ..base import Exchange, Settlement, SettleResult
+from ..rows import JOBS
 from . import ready
-from .rows import JOBS
 from .statements import SQL, chunks, with_list
 
 

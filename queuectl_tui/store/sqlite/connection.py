@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from ..base import StoreBusyError, StoreError, StoreWaitingError
+from ..rows import D, RowMap
 from . import schema
 from .dbfile import FileKind, check_folder, create_file, newer_schema_error, recognise, store_error
-from .rows import D, RowMap
 from .wal import WalFile
 from .writelock import WriteTurn, process_lock
 

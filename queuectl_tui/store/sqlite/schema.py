@@ -4,12 +4,12 @@ They are read once at import; `PRAGMA user_version` records the last one a datab
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..base import ForeignDatabaseError
+from ..sqlfiles import numbered_scripts
 
 # `PRAGMA application_id` of a queuectl database ("qctl"): how a file is known as a queue
 # before anything in it is changed. Databases made before it was stamped are known by their
@@ -17,7 +17,6 @@ from ..base import ForeignDatabaseError
 APPLICATION_ID = int.from_bytes(b"qctl", "big")
 
 _FOLDER = Path(__file__).with_name("migrations")
-_FILE_NAME = re.compile(r"(\d{4})_\w+\.sql")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,18 +45,10 @@ def _split(script: str) -> tuple[str, ...]:
 
 
 def _load() -> tuple[Migration, ...]:
-    files = sorted(
-        (int(match.group(1)), path)
-        for path in _FOLDER.iterdir()
-        if (match := _FILE_NAME.fullmatch(path.name))
+    return tuple(
+        Migration(version, name, script, _split(script))
+        for version, name, script in numbered_scripts(_FOLDER)
     )
-    if [version for version, _ in files] != list(range(1, len(files) + 1)):
-        raise RuntimeError(f"the migrations in {_FOLDER} are not numbered 1, 2, 3 ...")
-    migrations = []
-    for version, path in files:
-        script = path.read_text(encoding="utf-8")
-        migrations.append(Migration(version, path.name, script, _split(script)))
-    return tuple(migrations)
 
 
 MIGRATIONS = _load()

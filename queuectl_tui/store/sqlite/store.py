@@ -38,15 +38,15 @@ from ..base import (
     Store,
     SubmitResult,
 )
+from ..figures import RATE_SLOT_MS, per_minute, summary
+from ..rows import ATTEMPTS, AUDIT, JOBS, WORKERS
 from . import bulk, claims, control, metrics, ready, submit
 from .changes import SQLiteChangeFeed
 from .connection import Database
-from .rows import ATTEMPTS, AUDIT, JOBS, WORKERS
 from .statements import CHUNK, SQL, chunks, with_list
 
 # Outcomes that count as failed attempts (cancelled and interrupted runs did not fail).
 FAILED_OUTCOMES = frozenset({"failed", "timeout", "lost"})
-RATE_SLOT_MS = 10_000  # the width of a slot of attempt_rates (schema migration 2)
 # A queue's latency figures come from its attempts among this many latest of every queue.
 QUEUE_TIMINGS_LOOK_BACK = 100_000
 
@@ -195,25 +195,18 @@ class SQLiteStore(Store):
         result.attempts_failed = sum(n for outcome, n, _ in totals if outcome in FAILED_OUTCOMES)
         result.retries = sum(retries for _, _, retries in totals)
         result.sample_size = len(rows)
-        result.wait_ms = _summary([max(0, wait) for wait, _ in rows])
-        result.run_ms = _summary([run for _, run in rows])
+        result.wait_ms = summary([max(0, wait) for wait, _ in rows])
+        result.run_ms = summary([run for _, run in rows])
         return result
 
     def throughput(
         self, now: int, minutes: int = 15, queue: str | None = None
     ) -> tuple[list[int], list[int]]:
-        """Completed and failed attempts in each of the last `minutes` minutes before `now`,
-        oldest first, read from counts per 10 s (a slot counts in the minute it starts in)."""
         since = now - minutes * 60_000
-        completed = [0] * minutes
-        failed = [0] * minutes
-        for slot, done, failures in self._db.read(
+        slots = self._db.read(
             SQL["attempt_rates"], (since // RATE_SLOT_MS, now // RATE_SLOT_MS, queue)
-        ):
-            index = min(max((slot * RATE_SLOT_MS - since) // 60_000, 0), minutes - 1)
-            completed[index] += done
-            failed[index] += failures
-        return completed, failed
+        )
+        return per_minute(slots, now, minutes)
 
     def metrics(self, now: int) -> MetricsSnapshot:
         with self._db.snapshot() as conn:  # every figure from one state of the queue
@@ -431,14 +424,3 @@ def _counts_statement(queue: str | None) -> tuple[str, tuple[str, ...]]:
     if queue is None:
         return SQL["state_counts"], ()
     return SQL["queue_state_counts"], (queue,)
-
-
-def _summary(values: list[int]) -> dict[str, float | None]:
-    if not values:
-        return {"avg": None, "p50": None, "p95": None}
-    ordered = sorted(values)
-
-    def pick(fraction: float) -> float:
-        return float(ordered[min(len(ordered) - 1, int(fraction * len(ordered)))])
-
-    return {"avg": sum(ordered) / len(ordered), "p50": pick(0.50), "p95": pick(0.95)}

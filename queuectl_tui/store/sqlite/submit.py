@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from ...models import Job, JobSpec
 from ..base import Admission, DuplicateJobError, EnqueueResult, SubmitResult, Submitted
-from .rows import JOBS
+from ..rows import JOBS
 from .statements import SQL
 
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import sqlite3
 import typing
 from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from ...models import Attempt, AuditEntry, Job, Worker
+from ..models import Attempt, AuditEntry, Job, Worker
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -20,6 +19,21 @@ Row = Sequence[Any]
 Description = Sequence[Sequence[Any]]  # a cursor's: the name of each column first
 
 _NAME = itemgetter(0)
+
+
+class Cursor(Protocol):
+    @property
+    def description(self) -> Any: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+
+class Connection(Protocol):
+    """What a row map needs of a connection: sqlite3's and psycopg's both have it."""
+
+    def execute(self, sql: Any, params: Any = ..., /) -> Any: ...
 
 
 class RowMap(Generic[D]):
@@ -34,13 +48,13 @@ class RowMap(Generic[D]):
         self._enums: tuple[tuple[int, type[enum.Enum]], ...] | None = None  # at first use
         self._makers: dict[str, Callable[[Row], D]] = {}  # by statement
 
-    def first(self, conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> D | None:
+    def first(self, conn: Connection, sql: str, params: Sequence[Any] = ()) -> D | None:
         """The first row of statement `sql` as an object, or None when there is none."""
         cursor = conn.execute(sql, params)
         row = cursor.fetchone()
         return None if row is None else self._maker(sql, cursor.description)(row)
 
-    def all(self, conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> list[D]:
+    def all(self, conn: Connection, sql: str, params: Sequence[Any] = ()) -> list[D]:
         """Every row of statement `sql`, fetched before anything else runs."""
         cursor = conn.execute(sql, params)
         return self.from_rows(sql, cursor.fetchall(), cursor.description)
