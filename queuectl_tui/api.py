@@ -24,7 +24,7 @@ from typing import Any
 from . import control, service
 from .config import Settings
 from .errors import InvalidInput
-from .location import normalise
+from .location import normalise, shown
 from .models import (
     STATES,
     Attempt,
@@ -160,7 +160,7 @@ class Queue:
         self.close()
 
     def __repr__(self) -> str:
-        return f"Queue({self.settings.database!r})"
+        return f"Queue({shown(self.settings.database)!r})"
 
 
 def _queue(name: str | None) -> str | None:

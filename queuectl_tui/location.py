@@ -1,5 +1,5 @@
 """Where a queue lives: a path (`queue.db`, `~/jobs/queue.db`) or a URL naming its backend
-(`sqlite:///var/lib/queuectl/queue.db`; `postgresql://host/db` once that store exists).
+(`sqlite:///var/lib/queuectl/queue.db`, `postgresql://host/db`).
 
 A SQLite URL becomes its path as soon as it is read, so that everything that works beside the
 database file (its WAL, its lock file, the workers log) sees a path."""
@@ -44,3 +44,24 @@ def normalise(location: str) -> str:
         known = ", ".join(f"{name}://" for name in BACKENDS)
         raise ConfigurationError(f"unknown database URL scheme {kind!r} (known: {known})")
     return location
+
+
+def is_url(location: str) -> bool:
+    """Whether the location is a server's URL rather than a file (after `normalise`)."""
+    return _split(location)[0] is not None
+
+
+def absolute(location: str) -> str:
+    """A path made absolute (for another process, in another folder); a URL as it is."""
+    return location if is_url(location) else str(Path(location).expanduser().resolve())
+
+
+def shown(location: str) -> str:
+    """The location for messages, logs and screens: a URL's password hidden."""
+    kind, rest = _split(location)
+    if kind is None or "@" not in rest.split("/", 1)[0]:
+        return location
+    credentials, tail = rest.split("@", 1)
+    user = credentials.split(":", 1)[0]
+    hidden = f"{user}:***" if ":" in credentials else user
+    return f"{location[: len(location) - len(rest)]}{hidden}@{tail}"

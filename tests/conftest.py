@@ -11,7 +11,15 @@ import pytest
 
 from queuectl_tui.store import Store
 
-from helpers import BACKENDS, RunCli, clean_env, open_backend
+from helpers import (
+    BACKENDS,
+    REQUIRE_POSTGRES,
+    RunCli,
+    clean_env,
+    drop_test_schemas,
+    open_backend,
+    postgres_available,
+)
 
 
 @pytest.fixture
@@ -19,13 +27,25 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "queue.db"
 
 
+@pytest.fixture(scope="session")
+def postgres_missing() -> str | None:
+    return postgres_available()
+
+
 @pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    """Each backend the store contract and the engine's scenarios run against (SQLite today);
-    a test marked sqlite_only runs on SQLite alone."""
+def backend(request: pytest.FixtureRequest, postgres_missing: str | None) -> Iterator[str]:
+    """Each backend the store contract and the engine's scenarios run against; a test marked
+    sqlite_only runs on SQLite alone. A PostgreSQL test gets schemas of its own, dropped
+    after it."""
     if request.param != "sqlite" and request.node.get_closest_marker("sqlite_only"):
         pytest.skip("checks SQLite's own files or locks")
-    return str(request.param)
+    if request.param == "postgresql" and postgres_missing is not None:
+        if REQUIRE_POSTGRES:
+            pytest.fail(f"{postgres_missing} (QUEUECTL_REQUIRE_POSTGRES is set)")
+        pytest.skip(postgres_missing)
+    yield str(request.param)
+    if request.param == "postgresql":
+        drop_test_schemas()
 
 
 @pytest.fixture

@@ -44,14 +44,57 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 # The backends the store contract suite (test_store.py, the property and multi-process tests)
-# runs against; a new store adds its name here and a branch to open_backend.
-BACKENDS = ("sqlite",)
+# and the engine's scenarios run against; a new store adds its name here and a branch to
+# backend_location.
+BACKENDS = ("sqlite", "postgresql")
+
+# The PostgreSQL server the tests use; each test's queue lives in a schema of its own there.
+POSTGRES_URL = os.environ.get("QUEUECTL_TEST_POSTGRES", "postgresql://127.0.0.1/test")
+# Set (as .ci/run does) to make "no PostgreSQL here" a failure instead of a skip.
+REQUIRE_POSTGRES = os.environ.get("QUEUECTL_REQUIRE_POSTGRES", "") not in ("", "0")
+_schemas: set[str] = set()  # made by this test run, dropped when their test ends
+
+
+def postgres_available() -> str | None:
+    """Why the tests' PostgreSQL server cannot be used, or None when it can."""
+    try:
+        import psycopg
+
+        with psycopg.connect(POSTGRES_URL, connect_timeout=3) as conn:
+            conn.execute("SELECT 1")
+    except Exception as error:  # any reason at all: the PostgreSQL tests cannot run
+        return f"no PostgreSQL at {POSTGRES_URL}: {error}"
+    return None
+
+
+def postgres_location(folder: Path, name: str = "queue.db") -> str:
+    """The URL of a queue in a schema named after the test's folder (the same every call)."""
+    import hashlib
+
+    schema = "t_" + hashlib.sha1(f"{folder}/{name}".encode()).hexdigest()[:20]
+    _schemas.add(schema)
+    joiner = "&" if "?" in POSTGRES_URL else "?"
+    return f"{POSTGRES_URL}{joiner}schema={schema}"
+
+
+def drop_test_schemas() -> None:
+    """Drop the schemas the ended test made (its queues, and all in them)."""
+    if not _schemas:
+        return
+    import psycopg
+
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        for schema in sorted(_schemas):
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    _schemas.clear()
 
 
 def backend_location(backend: str, folder: Path, name: str = "queue.db") -> str:
     """Where a fresh, empty queue of `backend` lives for one test (a path or a URL)."""
     if backend == "sqlite":
         return str(folder / name)
+    if backend == "postgresql":
+        return postgres_location(folder, name)
     raise ValueError(f"no such backend: {backend}")
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from queuectl_tui.config import load_settings
 from queuectl_tui.errors import ConfigurationError
-from queuectl_tui.location import normalise, scheme
+from queuectl_tui.location import normalise, scheme, shown
 from queuectl_tui.store import open_store
 
 from helpers import RunCli
@@ -52,9 +52,30 @@ def test_a_url_no_backend_takes_is_refused(given: str, message: str) -> None:
         normalise(given)
 
 
-def test_a_postgresql_url_is_refused_in_one_sentence_until_that_store_exists() -> None:
-    with pytest.raises(ConfigurationError, match="postgresql is not available"):
-        open_store("postgresql://localhost/test")
+def test_a_bad_schema_in_a_postgresql_url_is_refused_before_connecting() -> None:
+    with pytest.raises(ConfigurationError, match="schema 'Bad-Name' in the database URL"):
+        open_store("postgresql://127.0.0.1:1/test?schema=Bad-Name")
+
+
+def test_an_unreachable_postgresql_server_is_one_sentence(run_cli: RunCli) -> None:
+    refused = run_cli("--db", "postgresql://nobody:secret@127.0.0.1:1/test", "status", db=False)
+    assert refused.returncode == 1
+    assert refused.stderr.count("\n") == 1
+    assert "postgresql://nobody:***@127.0.0.1:1/test" in refused.stderr  # the password left out
+    assert "secret" not in refused.stderr
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("postgresql://u:pw@host/db", "postgresql://u:***@host/db"),
+        ("postgresql://u@host/db", "postgresql://u@host/db"),
+        ("postgresql://host/db?schema=a", "postgresql://host/db?schema=a"),
+        ("/var/q.db", "/var/q.db"),
+    ],
+)
+def test_a_shown_location_hides_the_password(given: str, expected: str) -> None:
+    assert shown(given) == expected
 
 
 def test_the_store_opens_a_sqlite_url(tmp_path: Path) -> None:
@@ -74,6 +95,6 @@ def test_db_flag_environment_and_config_file_take_urls(tmp_path: Path, run_cli: 
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"database_path": "sqlite://rel.db"}))
     assert load_settings(str(config), None, {}).database == f"{tmp_path}/rel.db"
-    refused = run_cli("--db", "postgresql://localhost/test", "status", db=False)
-    assert refused.returncode == 2
-    assert refused.stderr.count("\n") == 1 and "postgresql is not available" in refused.stderr
+    bad = run_cli("--db", "postgresql://127.0.0.1/test?schema=9x", "status", db=False)
+    assert bad.returncode == 2
+    assert bad.stderr.count("\n") == 1 and "schema '9x'" in bad.stderr

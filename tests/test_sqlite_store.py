@@ -14,8 +14,8 @@ from store_helpers import NOW, POLICY, claim, settle, sqlite_file, sqlite_steps
 
 from queuectl_tui.models import ACTIVE_WORKER_STATUSES, Job, JobState, Outcome
 from queuectl_tui.store import SQLiteStore, StoreError
-from queuectl_tui.store.sqlite import claims, ready
 from queuectl_tui.store.rows import JOBS
+from queuectl_tui.store.sqlite import claims, ready
 from queuectl_tui.store.sqlite.schema import APPLICATION_ID, MIGRATIONS
 from queuectl_tui.store.sqlite.statements import CHUNK, LIST, SQL, with_list
 

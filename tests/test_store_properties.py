@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tempfile
+import unittest
 from collections import Counter
 from pathlib import Path
 
@@ -15,7 +16,14 @@ from queuectl_tui.lifecycle import RetryPolicy
 from queuectl_tui.models import Job, JobState, Outcome, Worker, WorkerStatus
 from queuectl_tui.store import Settlement, SQLiteStore
 
-from helpers import BACKENDS, open_backend, spec
+from helpers import (
+    BACKENDS,
+    REQUIRE_POSTGRES,
+    drop_test_schemas,
+    open_backend,
+    postgres_available,
+    spec,
+)
 
 POLICY = RetryPolicy(2.0, 60.0)
 
@@ -50,6 +58,8 @@ class QueueMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         self.store.close()
         self.folder.cleanup()
+        if self.backend == "postgresql":
+            drop_test_schemas()
 
     @rule(retries=st.integers(0, 2), priority=st.integers(-2, 2), count=st.integers(1, 3))
     def enqueue(self, retries: int, priority: int, count: int) -> None:
@@ -174,17 +184,24 @@ class QueueMachine(RuleBasedStateMachine):
             assert finished + running == job.runs
 
 
-QueueMachine.TestCase.settings = settings(
-    max_examples=60,
-    stateful_step_count=40,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+# Each PostgreSQL example migrates a schema of its own (0.2 s): fewer of them.
+EXAMPLES = {"sqlite": 60, "postgresql": 25}
 
 
-def _machine_for(backend: str) -> type[QueueMachine]:
-    return type(f"QueueMachine_{backend}", (QueueMachine,), {"backend": backend})
+def _machine_for(backend: str) -> type[unittest.TestCase]:
+    machine = type(f"QueueMachine_{backend}", (QueueMachine,), {"backend": backend})
+    case = machine.TestCase
+    case.settings = settings(
+        max_examples=EXAMPLES.get(backend, 25),
+        stateful_step_count=40,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+    missing = postgres_available() if backend == "postgresql" else None
+    if missing is not None and not REQUIRE_POSTGRES:
+        return unittest.skip(missing)(case)  # type: ignore[no-any-return]
+    return case
 
 
 for _backend in BACKENDS:
-    globals()[f"TestQueueInvariants_{_backend}"] = _machine_for(_backend).TestCase
+    globals()[f"TestQueueInvariants_{_backend}"] = _machine_for(_backend)

@@ -7,6 +7,7 @@ import sys
 
 import typer
 
+from ..location import shown
 from .context import EXIT_FAILURE, EXIT_USAGE, fail, guarded, state
 
 ADDR_HELP = "HOST:PORT to listen on; a non-loopback host needs tokens."
@@ -25,7 +26,9 @@ def run_server(ctx: typer.Context, addr: str, allow_commands: bool, read_only: b
     what = "the read-only web dashboard" if read_only else "the API, metrics and web dashboard"
 
     def listening() -> None:
-        print(f"Serving {what} on {address.url} (database {settings.database}); Ctrl+C stops")
+        print(
+            f"Serving {what} on {address.url} (database {shown(settings.database)}); Ctrl+C stops"
+        )
         sys.stdout.flush()
 
     try:

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from ..config import ConfigError, Settings
+from ..location import absolute
 from . import procfs
 
 CGROUPS_ENV = "QUEUECTL_CGROUPS"  # "off": never use cgroups, only the subreaper path
@@ -105,7 +106,7 @@ def become_subreaper() -> bool:
 def set_job_database(database: str) -> None:
     """Jobs see the pool's database in QUEUECTL_DB, so `queuectl enqueue` run by a job adds to
     the queue that runs it. Set in this process's environment, which every job inherits."""
-    os.environ["QUEUECTL_DB"] = str(Path(database).expanduser().resolve())
+    os.environ["QUEUECTL_DB"] = absolute(database)
 
 
 # -- a run's processes ---------------------------------------------------------------------

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import select
 import signal
 import socket
@@ -36,6 +37,7 @@ from typing import Any
 
 from ..config import Settings, parse_queue_limits
 from ..files import open_for_append
+from ..location import absolute, is_url, shown
 from ..models import (
     ACTIVE_WORKER_STATUSES,
     Job,
@@ -249,7 +251,7 @@ class Pool:
             pool=self.pool_id,
             workers=self.options.count,
             queues=",".join(queues) if queues else "all",
-            database=str(Path(path).resolve()),
+            database=shown(absolute(path)),
             wake=watcher.mode,
         )
         now = time.monotonic()
@@ -565,7 +567,7 @@ class Pool:
         events.event(
             "the database file was deleted or replaced, so the pool stops",
             level=logging.ERROR,
-            database=str(Path(path).resolve()),
+            database=shown(absolute(path)),
         )
         self.request_stop(DATABASE_GONE)  # and, with _failure set, cancels what runs
 
@@ -695,6 +697,12 @@ def run_pool(settings: Settings, options: PoolOptions) -> int:
 
 
 def log_path_for(database: str) -> Path:
+    """Where a background pool writes its log: beside a database file, or for a server's
+    queue in the user's state folder, named after the URL (its password left out)."""
+    if is_url(database):
+        state = Path(os.environ.get("XDG_STATE_HOME") or "~/.local/state").expanduser()
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", shown(database)).strip("_")
+        return state / "queuectl" / f"{name}.workers.log"
     path = Path(database).expanduser().resolve()
     return path.with_name(path.name + ".workers.log")
 
@@ -716,8 +724,9 @@ def start_detached(settings: Settings, options: PoolOptions, config_path: str | 
     """Start `queuectl worker start` in the background (its own session, so a closing
     terminal or console does not stop it); output goes to a log file beside the database."""
     ensure_descriptors(options.count)  # refuse here, not in a log nobody reads
-    database = str(Path(settings.database).expanduser().resolve())
+    database = absolute(settings.database)
     log_path = log_path_for(database)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
     config = str(Path(config_path).expanduser().resolve()) if config_path else None
     command = pool_command(database, options, config)
     with open_for_append(log_path, settings.file_permissions) as log_file:

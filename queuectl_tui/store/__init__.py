@@ -38,9 +38,23 @@ def _open_sqlite(location: str, options: StoreOptions) -> Store:
     return open_sqlite(location, options)
 
 
+def _open_postgres(location: str, options: StoreOptions) -> Store:
+    try:
+        from .postgres import open_postgres
+    except ImportError as error:  # psycopg missing: a plain sentence, not a traceback
+        raise ConfigurationError(
+            f"PostgreSQL needs psycopg, which is not installed ({error}); "
+            "install it with: pip install 'psycopg[binary]' psycopg_pool"
+        ) from None
+    return open_postgres(location, options)
+
+
 # The backends by URL scheme; a path is SQLite. Each opener imports its backend when a location
 # first names it, so that a backend's driver is loaded only for the queues that use it.
-_OPENERS: dict[str, Callable[[str, StoreOptions], Store]] = {"sqlite": _open_sqlite}
+_OPENERS: dict[str, Callable[[str, StoreOptions], Store]] = {
+    "sqlite": _open_sqlite,
+    "postgresql": _open_postgres,
+}
 
 
 def open_store(location: str | Path, options: StoreOptions = StoreOptions()) -> Store:

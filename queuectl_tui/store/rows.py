@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import typing
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 D = TypeVar("D", bound="DataclassInstance")
 Row = Sequence[Any]
+Params = Sequence[Any] | Mapping[str, Any]  # positional, or by name (psycopg)
 Description = Sequence[Sequence[Any]]  # a cursor's: the name of each column first
 
 _NAME = itemgetter(0)
@@ -48,13 +49,13 @@ class RowMap(Generic[D]):
         self._enums: tuple[tuple[int, type[enum.Enum]], ...] | None = None  # at first use
         self._makers: dict[str, Callable[[Row], D]] = {}  # by statement
 
-    def first(self, conn: Connection, sql: str, params: Sequence[Any] = ()) -> D | None:
+    def first(self, conn: Connection, sql: str, params: Params = ()) -> D | None:
         """The first row of statement `sql` as an object, or None when there is none."""
         cursor = conn.execute(sql, params)
         row = cursor.fetchone()
         return None if row is None else self._maker(sql, cursor.description)(row)
 
-    def all(self, conn: Connection, sql: str, params: Sequence[Any] = ()) -> list[D]:
+    def all(self, conn: Connection, sql: str, params: Params = ()) -> list[D]:
         """Every row of statement `sql`, fetched before anything else runs."""
         cursor = conn.execute(sql, params)
         return self.from_rows(sql, cursor.fetchall(), cursor.description)

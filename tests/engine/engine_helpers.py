@@ -84,7 +84,8 @@ class Queue:
 
     def __init__(self, root: Path, location: str) -> None:
         self.root = root
-        self.env = clean_env()
+        # A background pool of a server's queue logs under XDG_STATE_HOME: the test's folder.
+        self.env = clean_env(XDG_STATE_HOME=str(root / "state"))
         self.location = location  # a path or a URL
         self.config: Path | None = None
         self.pools: list[PoolProcess] = []

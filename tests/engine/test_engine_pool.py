@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from engine_helpers import Queue, clean_env, process_alive, wait_until
 
+from queuectl_tui.location import is_url
 from queuectl_tui.models import JobSpec, JobState, Outcome, WorkerStatus
 from queuectl_tui.timeutil import now_ms, to_iso
 
@@ -56,6 +57,7 @@ def test_a_basic_job_completes_with_its_output(queue: Queue) -> None:
     assert names[-1] == "pool stopped"
 
 
+@pytest.mark.sqlite_only
 @pytest.mark.parametrize("mode", ["poll", "inotify"])
 def test_each_wake_mode_picks_up_new_and_scheduled_work(queue: Queue, mode: str) -> None:
     queue.env["QUEUECTL_WAKE"] = mode
@@ -300,7 +302,11 @@ def test_detached_pool_runs_jobs_and_stop_wait_stops_it(queue: Queue) -> None:
     result = queue.cli("worker", "start", "--detach", "--count", "2")
     pid = int(result.stdout.split("(pid ")[1].split(")")[0])
     log_path = Path(result.stdout.split("Log: ")[1].strip())
-    assert log_path == queue.root / "queue.db.workers.log"
+    if is_url(queue.location):  # a server's queue: in the state folder, named by its URL
+        assert log_path.parent == queue.root / "state" / "queuectl"
+        assert log_path.name.endswith(".workers.log") and "127.0.0.1" in log_path.name
+    else:
+        assert log_path == queue.root / "queue.db.workers.log"
     try:
         ids = [queue.enqueue("echo detached", f"d{n}") for n in range(5)]
         for job_id in ids:

@@ -11,6 +11,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from ... import presentation
+from ...location import shown
 from ...models import STATES, JobState
 from .. import format as fmt
 
@@ -50,7 +51,9 @@ class SummaryBar(Widget):
         top = Table.grid(expand=True)
         top.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
         top.add_column(justify="right", no_wrap=True)
-        where = Text.assemble(("queuectl ", "bold"), ("db ", "dim"), fmt.plain(data.database))
+        where = Text.assemble(
+            ("queuectl ", "bold"), ("db ", "dim"), fmt.plain(shown(data.database))
+        )
         mode = Text()
         if self.readonly:
             mode.append(" READ-ONLY ", style="bold black on yellow")

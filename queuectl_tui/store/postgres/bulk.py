@@ -1,0 +1,97 @@
+"""Bulk enqueue on PostgreSQL: COPY, batch after batch, in the caller's transaction.
+
+A batch without idempotency keys is copied straight into jobs. A batch with keys is copied
+into a temporary table first and inserted from there with ON CONFLICT DO NOTHING on the keys'
+partial unique index, so that a known key is skipped, not an error. A repeated id fails the
+whole transaction; the error names it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import psycopg
+from psycopg import errors as pg_errors
+
+from ...models import JobSpec
+from ..base import BulkEnqueueResult, DuplicateJobError
+
+_COLUMNS = (
+    "id, command, state, priority, run_at, max_retries, timeout, idempotency_key, "
+    "created_at, updated_at, queue, job_type, payload"
+)
+_STAGING = "queuectl_bulk_staging"
+
+
+def insert_batches(
+    conn: psycopg.Connection[Any],
+    batches: Iterable[Sequence[JobSpec]],
+    default_max_retries: int,
+    now: int,
+) -> BulkEnqueueResult:
+    created = offered = 0
+    staging = False
+    try:
+        for batch in batches:
+            offered += len(batch)
+            if not batch:
+                continue
+            if any(spec.idempotency_key is not None for spec in batch):
+                if not staging:
+                    conn.execute(
+                        f"CREATE TEMPORARY TABLE IF NOT EXISTS {_STAGING} "
+                        "(LIKE jobs INCLUDING DEFAULTS INCLUDING IDENTITY) ON COMMIT DELETE ROWS"
+                    )
+                    staging = True
+                conn.execute(f"TRUNCATE {_STAGING}")
+                _copy(conn, _STAGING, batch, default_max_retries, now)
+                cursor = conn.execute(
+                    f"INSERT INTO jobs ({_COLUMNS}) SELECT {_COLUMNS} FROM {_STAGING} "
+                    "ORDER BY seq "
+                    "ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING"
+                )
+                created += cursor.rowcount
+            else:
+                created += _copy(conn, "jobs", batch, default_max_retries, now)
+    except pg_errors.UniqueViolation as error:
+        raise DuplicateJobError(_repeated_id(error)) from None
+    return BulkEnqueueResult(created=created, existing=offered - created)
+
+
+def _copy(
+    conn: psycopg.Connection[Any],
+    table: str,
+    batch: Sequence[JobSpec],
+    default_max_retries: int,
+    now: int,
+) -> int:
+    with conn.cursor() as cursor:
+        with cursor.copy(f"COPY {table} ({_COLUMNS}) FROM STDIN") as copy:
+            for spec in batch:
+                copy.write_row(
+                    (
+                        spec.id,
+                        spec.command,
+                        "pending",
+                        spec.priority,
+                        now if spec.run_at is None else spec.run_at,
+                        default_max_retries if spec.max_retries is None else spec.max_retries,
+                        spec.timeout,
+                        spec.idempotency_key,
+                        now,
+                        now,
+                        spec.queue,
+                        spec.job_type,
+                        spec.payload,
+                    )
+                )
+        return cursor.rowcount
+
+
+def _repeated_id(error: pg_errors.UniqueViolation) -> str:
+    """The id in 'Key (id)=(...) already exists.'"""
+    detail = error.diag.message_detail or ""
+    prefix = "Key (id)=("
+    if detail.startswith(prefix) and detail.endswith(") already exists."):
+        return detail[len(prefix) : -len(") already exists.")]
+    return detail or "?"

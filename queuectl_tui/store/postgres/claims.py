@@ -1,0 +1,291 @@
+"""The engine's writes on PostgreSQL: settle runs and claim jobs in one exchange; recover lost
+workers' jobs. Each runs inside the caller's transaction (READ COMMITTED).
+
+Claims lock what they take (FOR UPDATE SKIP LOCKED) and settlements are fenced by id, owner
+and run, so pools on any number of hosts each take a job once and a late result changes
+nothing. Queues with a limit on running jobs are locked for the rest of a claiming
+transaction, so that pools claiming from them take turns."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from ...lifecycle import FAILED_OUTCOMES, RetryPolicy, after_attempt
+from ...models import Job, JobState, Outcome
+from ..base import Exchange, Settlement, SettleResult
+from ..rows import JOBS
+from .statements import SQL
+
+Conn = psycopg.Connection[Any]
+
+
+def text(value: str | None) -> str | None:
+    """Text as PostgreSQL can hold it: NUL, which a command's output may contain, becomes
+    U+FFFD (text values cannot hold NUL)."""
+    return None if value is None else value.replace("\x00", "\ufffd")
+
+
+@dataclass(slots=True)
+class _WorkerTouch:
+    """How one exchange changes one worker's row."""
+
+    job: Job | None = None
+    done: int = 0
+    failed: int = 0
+
+
+@dataclass(slots=True)
+class _Attempts:
+    """The attempts an exchange records, inserted in one statement at its end."""
+
+    rows: list[tuple[Any, ...]]
+
+    def add(self, settlement: Settlement, queue: str, scheduled_at: int) -> None:
+        job = settlement.job
+        self.rows.append(
+            (
+                job.seq,
+                queue,
+                job.runs,
+                job.worker_id,
+                scheduled_at,
+                job.claimed_at or settlement.finished_at,
+                settlement.finished_at,
+                settlement.exit_code,
+                settlement.outcome.value,
+                text(settlement.output) or "",
+                text(settlement.error),
+            )
+        )
+
+    def insert(self, conn: Conn) -> None:
+        if self.rows:
+            conn.execute(
+                SQL["record_attempts"], [list(column) for column in zip(*self.rows, strict=True)]
+            )
+
+
+def exchange(
+    conn: Conn,
+    settlements: Sequence[Settlement],
+    claimants: Sequence[str],
+    pid: int,
+    now: int,
+    policy: RetryPolicy,
+    queues: Sequence[str] | None = None,
+) -> Exchange:
+    settled = settle(conn, settlements, policy)
+    touched: dict[str, _WorkerTouch] = {}
+    for settlement, result in zip(settlements, settled, strict=True):
+        if result.state is None:
+            continue
+        touch = touched.setdefault(settlement.job.worker_id or "", _WorkerTouch())
+        if settlement.outcome is Outcome.COMPLETED:
+            touch.done += 1
+        elif settlement.outcome in FAILED_OUTCOMES and result.state is not JobState.CANCELLED:
+            touch.failed += 1  # a run that failed once cancelled was asked for is neither
+    claimed: dict[str, Job] = {}
+    workers = _active_workers(conn, claimants)
+    if workers:
+        for job in claim(conn, workers, pid, now, queues):
+            assert job.worker_id is not None
+            claimed[job.worker_id] = job
+            touched.setdefault(job.worker_id, _WorkerTouch()).job = job
+    if touched:
+        ids = list(touched)
+        conn.execute(
+            SQL["touch_workers"],
+            (
+                now,
+                ids,
+                [None if t.job is None else t.job.id for t in touched.values()],
+                [t.done for t in touched.values()],
+                [t.failed for t in touched.values()],
+                ["idle" if t.job is None else "busy" for t in touched.values()],
+            ),
+        )
+    return Exchange(settled, claimed)
+
+
+def _closed_and_limited(
+    conn: Conn, served: Sequence[str] | None
+) -> tuple[list[str], dict[str, int]]:
+    """Paused queues, and the limited ones a claim may take from with the room each has left
+    (their rows locked until the transaction ends)."""
+    closed: list[str] = []
+    limited: list[str] = []
+    for name, paused, max_running in conn.execute(SQL["queue_settings"]).fetchall():
+        if paused:
+            closed.append(name)
+        elif max_running is not None and (served is None or name in served):
+            limited.append(name)
+    room: dict[str, int] = {}
+    if limited:
+        for name, max_running, running in conn.execute(
+            SQL["lock_limited_queues"], (limited,)
+        ).fetchall():
+            room[name] = max(0, max_running - running)
+            if room[name] == 0:
+                closed.append(name)
+    return closed, room
+
+
+def claim(
+    conn: Conn, workers: Sequence[str], pid: int, now: int, served: Sequence[str] | None
+) -> list[Job]:
+    """Take the best due jobs for `workers`, in claim order, one per worker."""
+    closed, room = _closed_and_limited(conn, served)
+    params: dict[str, Any] = {
+        "now": now,
+        "pid": pid,
+        "served": None if served is None else list(served),
+        "closed": closed,
+    }
+    if not any(room.get(name, 0) for name in room):
+        # No queue with a limit is open: one statement claims for every worker.
+        return JOBS.all(conn, SQL["claim"], {**params, "n": len(workers), "workers": list(workers)})
+    # A limit in play: one job at a time, closing each queue when it reaches its limit.
+    taken: list[Job] = []
+    for worker in workers:
+        params["closed"] = closed
+        found = JOBS.all(conn, SQL["claim"], {**params, "n": 1, "workers": [worker]})
+        if not found:
+            break
+        job = found[0]
+        taken.append(job)
+        if job.queue in room:
+            room[job.queue] -= 1
+            if room[job.queue] <= 0:
+                closed = [*closed, job.queue]
+    return taken
+
+
+def has_due_work(conn: Conn, served: Sequence[str] | None, now: int) -> bool:
+    closed, _ = _closed_and_limited(conn, served)
+    row = conn.execute(
+        SQL["has_due_work"],
+        {"now": now, "served": None if served is None else list(served), "closed": closed},
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def _active_workers(conn: Conn, worker_ids: Sequence[str]) -> list[str]:
+    """The given workers that are still active, in the given order: a worker another pool
+    declared lost must not take work (its jobs would be orphans at once)."""
+    if not worker_ids:
+        return []
+    rows = conn.execute(SQL["active_workers_among"], (list(worker_ids),)).fetchall()
+    active = {row[0] for row in rows}
+    return [worker_id for worker_id in worker_ids if worker_id in active]
+
+
+def settle(
+    conn: Conn, settlements: Sequence[Settlement], policy: RetryPolicy
+) -> list[SettleResult]:
+    """Record each run's result, fenced; completed runs in one statement."""
+    results: dict[int, SettleResult] = {}
+    attempts = _Attempts([])
+    late = 0
+    completed = [(i, s) for i, s in enumerate(settlements) if s.outcome is Outcome.COMPLETED]
+    if completed:
+        rows = conn.execute(
+            SQL["complete_jobs"],
+            (
+                [s.job.seq for _, s in completed],
+                [s.job.worker_id for _, s in completed],
+                [s.job.runs for _, s in completed],
+                [s.finished_at for _, s in completed],
+                [s.exit_code for _, s in completed],
+                [text(s.error) for _, s in completed],
+            ),
+        ).fetchall()
+        done = {seq: (run_at, queue) for seq, run_at, queue in rows}
+        for index, settlement in completed:
+            found = done.get(settlement.job.seq)
+            if found is None:
+                results[index] = SettleResult(None, None)
+                late += 1
+                continue
+            results[index] = SettleResult(JobState.COMPLETED, found[0])
+            attempts.add(settlement, found[1], found[0])
+    for index, settlement in enumerate(settlements):
+        if settlement.outcome is Outcome.COMPLETED:
+            continue
+        result = _settle_other(conn, settlement, policy, attempts)
+        late += result.state is None
+        results[index] = result
+    attempts.insert(conn)
+    if late:
+        conn.execute(SQL["add_to_counter"], ("late_results", late))
+    return [results[index] for index in range(len(settlements))]
+
+
+def _settle_other(
+    conn: Conn, settlement: Settlement, policy: RetryPolicy, attempts: _Attempts
+) -> SettleResult:
+    """A run that did not complete: where its job goes is the lifecycle's rule."""
+    job = settlement.job
+    row = conn.execute(SQL["job_to_settle"], (job.seq, job.worker_id, job.runs)).fetchone()
+    if row is None:
+        return SettleResult(None, None)  # fenced out: recovered meanwhile
+    scheduled_at, spent, max_retries, cancel_requested, queue = row
+    now = settlement.finished_at
+    step = after_attempt(
+        settlement.outcome,
+        attempts=spent,
+        max_retries=max_retries,
+        scheduled_at=scheduled_at,
+        now=now,
+        policy=policy,
+        cancel_requested=bool(cancel_requested),
+    )
+    conn.execute(
+        SQL["settle_job"],
+        (
+            step.state.value,
+            step.run_at,
+            step.attempts,
+            now,
+            settlement.exit_code,
+            text(settlement.error),
+            now,
+            job.seq,
+        ),
+    )
+    attempts.add(settlement, queue, scheduled_at)
+    return SettleResult(step.state, step.run_at)
+
+
+def recover_orphans(
+    conn: Conn, dead_worker_ids: Sequence[str], policy: RetryPolicy, now: int
+) -> list[Job]:
+    """Mark the workers lost, then settle every job in flight without an active owner as lost.
+    Pools recovering at once take turns (an advisory lock), so each job is recovered once."""
+    conn.execute(SQL["recovery_lock"])
+    if dead_worker_ids:
+        conn.execute(SQL["mark_workers_lost"], (now, list(dead_worker_ids)))
+    orphans = JOBS.all(conn, SQL["orphaned_jobs"])
+    if not orphans:
+        return []
+    lost = [
+        Settlement(
+            job=job,
+            outcome=Outcome.LOST,
+            exit_code=None,
+            output="",
+            error=f"worker {job.worker_id} (pid {job.worker_pid}) was lost mid-job",
+            finished_at=now,
+        )
+        for job in orphans
+    ]
+    settle(conn, lost, policy)
+    recovered = []
+    for job in orphans:
+        after = JOBS.first(conn, SQL["job_by_seq"], (job.seq,))
+        assert after is not None  # settled, not deleted
+        recovered.append(after)
+    return recovered

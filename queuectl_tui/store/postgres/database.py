@@ -1,0 +1,211 @@
+"""The connections of the PostgreSQL stores of one process to one queue: a shared psycopg
+pool, transactions with their errors in plain words, and the database's clock.
+
+Every store of a process that names the same database and schema borrows from one pool (the
+engine opens a store per thread, the HTTP server one per request thread), so a pool of many
+workers holds a handful of connections. The pool goes when its last store closes."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, TypeVar
+
+import psycopg
+import psycopg_pool
+from psycopg import errors as pg_errors
+
+from ..base import StoreBusyError, StoreError
+from . import schema
+from .url import Target
+
+T = TypeVar("T")
+
+# The pool reports connections it failed to make in the background; the store reports the
+# failures that matter to its callers, once, in a sentence.
+logging.getLogger("psycopg.pool").propagate = False
+logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
+
+DEFAULT_WAIT = 30.0  # seconds a call waits for a connection, unless its store says otherwise
+CONNECT_TIMEOUT = 10  # seconds to reach the server before a store gives up
+POOL_SIZE = 8  # connections at most, shared by the stores of one process
+CLOCK_RESYNC = 10.0  # seconds between two readings of the database's clock
+# Conflicts PostgreSQL resolves by aborting one transaction: it is run again, this often.
+RETRIES = 5
+_RETRIED = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
+
+NOW_MS = "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+
+
+class Database:
+    """A pool of connections to one queue's schema, with the database's clock."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self._pool = psycopg_pool.ConnectionPool(  # opened by ensure_schema
+            target.conninfo,
+            min_size=1,
+            max_size=POOL_SIZE,
+            kwargs={
+                "options": f"-c search_path={target.schema}",
+                "connect_timeout": CONNECT_TIMEOUT,
+                "application_name": "queuectl",
+            },
+            # A connection the server dropped (a restart, pg_terminate_backend) is replaced
+            # before it is lent, rather than failing the next call.
+            check=psycopg_pool.ConnectionPool.check_connection,
+            open=False,
+            name=f"queuectl:{target.schema}",
+        )
+        self._users = 0
+        self._schema_checked = False  # once per process and queue
+        self._clock_lock = threading.Lock()
+        self._anchor: tuple[int, float] | None = None  # (database ms, our monotonic s)
+
+    # -- transactions ------------------------------------------------------------------------
+    @contextmanager
+    def connection(self, wait: float = DEFAULT_WAIT) -> Iterator[psycopg.Connection[Any]]:
+        """A connection inside one transaction, committed when the block ends without error;
+        `wait`: seconds to wait for a free connection (or the server) before giving up."""
+        with self.errors(wait), self._pool.connection(timeout=wait) as conn:
+            yield conn
+
+    def ensure_schema(self, wait: float) -> None:
+        """Create or migrate the queue's schema, unless this process did already: on a
+        connection of its own, so that a server that cannot be reached is reported at once
+        and in its own words (the pool would only time out)."""
+        if self._schema_checked:
+            return
+        target = self.target
+        with (
+            self.errors(wait),
+            psycopg.connect(
+                target.conninfo,
+                connect_timeout=CONNECT_TIMEOUT,
+                options=f"-c search_path={target.schema}",
+                application_name="queuectl migrate",
+            ) as conn,
+        ):
+            schema.ensure_current(conn, target.schema, target.shown)
+        self._pool.open(wait=False)
+        self._schema_checked = True
+
+    def run(
+        self,
+        body: Callable[[psycopg.Connection[Any]], T],
+        durable: bool = True,
+        wait: float = DEFAULT_WAIT,
+    ) -> T:
+        """`body` in one transaction, run again when PostgreSQL aborted it for a deadlock or a
+        serialization conflict. Not durable: the commit returns before the WAL is flushed (a
+        crash of the server may lose it, never half of it), for the engine's own bookkeeping,
+        whose loss at most runs a job again."""
+        for attempt in range(RETRIES):
+            try:
+                with self.connection(wait) as conn:
+                    if not durable:
+                        conn.execute("SET LOCAL synchronous_commit = off")
+                    return body(conn)
+            except StoreBusyError:
+                if attempt == RETRIES - 1:
+                    raise
+                time.sleep(0.01 * (attempt + 1))
+        raise AssertionError("unreachable")
+
+    def read(self, sql: str, params: Any = None, wait: float = DEFAULT_WAIT) -> list[Any]:
+        with self.connection(wait) as conn:
+            return conn.execute(sql, params).fetchall()
+
+    def errors(self, wait: float = DEFAULT_WAIT) -> AbstractContextManager[None]:
+        return store_errors(self.target.shown, wait)
+
+    # -- the clock ---------------------------------------------------------------------------
+    def now(self) -> int:
+        """The database's clock in ms, read every CLOCK_RESYNC seconds and carried forward by
+        this host's monotonic clock meanwhile: every host reads one clock, whatever its own
+        says, at the cost of one query per CLOCK_RESYNC."""
+        with self._clock_lock:
+            anchor = self._anchor
+            if anchor is None or time.monotonic() - anchor[1] > CLOCK_RESYNC:
+                try:
+                    anchor = self._anchor = self._read_clock()
+                except StoreError:
+                    if anchor is None:
+                        raise
+                    self._anchor = (anchor[0], anchor[1])  # carry on; try again next time
+            db_ms, at = anchor
+        return db_ms + round((time.monotonic() - at) * 1000)
+
+    def _read_clock(self) -> tuple[int, float]:
+        with self.connection() as conn:
+            before = time.monotonic()
+            row = conn.execute(NOW_MS).fetchone()
+            after = time.monotonic()
+        assert row is not None
+        return int(row[0]), (before + after) / 2
+
+    # -- sharing -----------------------------------------------------------------------------
+    def listen_conninfo(self) -> tuple[str, dict[str, Any]]:
+        """What a connection of its own (a change feed's) connects with."""
+        return self.target.conninfo, {
+            "connect_timeout": CONNECT_TIMEOUT,
+            "application_name": "queuectl listen",
+            "autocommit": True,
+        }
+
+    def close_pool(self) -> None:
+        self._pool.close()
+
+
+@contextmanager
+def store_errors(shown: str, wait: float = DEFAULT_WAIT) -> Iterator[None]:
+    """psycopg's errors as the store's: one sentence that names the database."""
+    try:
+        yield
+    except _RETRIED as error:
+        raise StoreBusyError(f"{shown}: {_first_line(error)}") from error
+    except psycopg_pool.PoolTimeout as error:
+        raise StoreBusyError(
+            f"no connection to {shown} within {wait:g} s "
+            "(the server is unreachable or every connection is busy)"
+        ) from error
+    except psycopg.OperationalError as error:
+        raise StoreError(
+            f"the PostgreSQL database {shown} cannot be used: {_first_line(error)}"
+        ) from error
+    except psycopg.DataError as error:
+        raise StoreError(f"PostgreSQL refused a value: {_first_line(error)}") from error
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip() or type(error).__name__
+    return text.splitlines()[0]
+
+
+_shared: dict[tuple[str, str], Database] = {}
+_shared_lock = threading.Lock()
+
+
+def borrow(target: Target) -> Database:
+    """The process's pool for `target`, made on first use."""
+    key = (target.conninfo, target.schema)
+    with _shared_lock:
+        database = _shared.get(key)
+        if database is None:
+            database = _shared[key] = Database(target)
+        database._users += 1
+        return database
+
+
+def give_back(database: Database) -> None:
+    with _shared_lock:
+        database._users -= 1
+        if database._users > 0:
+            return
+        key = (database.target.conninfo, database.target.schema)
+        if _shared.get(key) is database:
+            del _shared[key]
+    database.close_pool()

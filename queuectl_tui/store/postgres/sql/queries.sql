@@ -1,0 +1,437 @@
+-- Every statement the PostgreSQL store runs, each after a `-- name:` line that the store calls
+-- it by. Parameters are psycopg's: %s in order, %(name)s by name. Lists travel as one array
+-- parameter (= ANY(%s)), so no statement is put together at run time except list_jobs, from
+-- its fixed parts. Active workers are those with status idle, busy or stopping.
+-- The jobs table's columns are exactly the fields of models.Job, so `*` reads a Job.
+
+
+-- == jobs ====================================================================================
+
+-- name: insert_job
+INSERT INTO jobs (id, command, state, priority, run_at, max_retries, timeout, idempotency_key,
+                  created_at, updated_at, queue, job_type, payload)
+VALUES (%s, %s, 'pending', %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+RETURNING *
+
+-- name: job_by_idempotency_key
+SELECT * FROM jobs WHERE idempotency_key = %s
+
+-- name: job_by_id
+SELECT * FROM jobs WHERE id = %s
+
+-- name: stored_id_among
+SELECT id FROM jobs WHERE id = ANY(%s) LIMIT 1
+
+-- name: job_attempts
+SELECT j.id AS job_id, a.number, a.worker_id, a.scheduled_at, a.started_at, a.finished_at,
+       a.exit_code, a.outcome, a.output, a.error
+  FROM attempts a JOIN jobs j ON j.seq = a.job_seq
+ WHERE j.id = %s ORDER BY a.id
+
+-- name: list_jobs
+-- One keyset page: the store adds WHERE and the list_jobs_* conditions it was asked for,
+-- joined by AND, then one of the two orders.
+SELECT * FROM jobs
+
+-- name: list_jobs_in_state
+state = %s
+
+-- name: list_jobs_in_queue
+queue = %s
+
+-- name: list_jobs_after
+seq > %s
+
+-- name: list_jobs_before
+seq < %s
+
+-- name: list_jobs_matching
+-- The pattern has its own %, _ and \ escaped with \.
+(id LIKE %s ESCAPE '\' OR command LIKE %s ESCAPE '\')
+
+-- name: list_jobs_oldest_first
+ORDER BY seq LIMIT %s
+
+-- name: list_jobs_newest_first
+ORDER BY seq DESC LIMIT %s
+
+-- name: retry_all_dead
+UPDATE jobs SET state = 'pending', attempts = 0, run_at = %s, updated_at = %s,
+                cancel_requested_at = NULL
+ WHERE state = 'dead'
+RETURNING id
+
+-- name: retry_dead_among
+UPDATE jobs SET state = 'pending', attempts = 0, run_at = %s, updated_at = %s,
+                cancel_requested_at = NULL
+ WHERE state = 'dead' AND id = ANY(%s)
+RETURNING id
+
+-- name: retry_finished_among
+-- Dead and cancelled jobs go back to pending with a fresh retry budget.
+UPDATE jobs SET state = 'pending', attempts = 0, run_at = %s, updated_at = %s,
+                cancel_requested_at = NULL
+ WHERE state IN ('dead', 'cancelled') AND id = ANY(%s)
+RETURNING id
+
+-- name: retry_now_among
+-- A failed job waiting out its backoff is ready at once, its attempts kept.
+UPDATE jobs SET run_at = %s, updated_at = %s
+ WHERE state = 'failed' AND id = ANY(%s)
+RETURNING id
+
+-- name: cancel_waiting_among
+UPDATE jobs SET state = 'cancelled', finished_at = %s, updated_at = %s,
+                last_error = 'cancelled by an operator', cancel_requested_at = %s
+ WHERE state IN ('pending', 'failed') AND id = ANY(%s)
+RETURNING id
+
+-- name: request_cancel_among
+-- A running job: its pool stops the command and records the run cancelled; the first
+-- request's time is kept.
+UPDATE jobs SET cancel_requested_at = coalesce(cancel_requested_at, %s), updated_at = %s
+ WHERE state = 'processing' AND id = ANY(%s)
+RETURNING id
+
+-- name: cancel_requested_among
+SELECT id FROM jobs
+ WHERE state = 'processing' AND cancel_requested_at IS NOT NULL AND id = ANY(%s)
+
+-- name: states_among
+SELECT id, state FROM jobs WHERE id = ANY(%s)
+
+-- name: delete_among
+-- Attempts go with their job (ON DELETE CASCADE); a running job is never deleted.
+DELETE FROM jobs WHERE state <> 'processing' AND id = ANY(%s)
+RETURNING id
+
+-- name: delete_in_state_among
+-- A delete by filter: only jobs still in the state the filter named.
+DELETE FROM jobs WHERE state <> 'processing' AND state = %s AND id = ANY(%s)
+RETURNING id
+
+-- name: prune_batch
+-- The oldest finished jobs of a state, a batch at a time; rows another transaction holds are
+-- left for the next batch.
+DELETE FROM jobs WHERE seq IN (
+    SELECT seq FROM jobs
+     WHERE state = %s AND finished_at < %s AND finished_at IS NOT NULL
+     ORDER BY finished_at LIMIT %s
+       FOR UPDATE SKIP LOCKED)
+  AND state <> 'processing'
+
+-- name: count_prunable
+SELECT count(*) FROM jobs WHERE state = %s AND finished_at < %s AND finished_at IS NOT NULL
+
+
+-- == queues ==================================================================================
+
+-- name: queue_settings
+SELECT name, paused, max_running FROM queues
+
+-- name: set_queue_paused
+INSERT INTO queues (name, paused, updated_at) VALUES (%s, %s, %s)
+    ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at
+
+-- name: set_queue_limit
+INSERT INTO queues (name, max_running, updated_at) VALUES (%s, %s, %s)
+    ON CONFLICT (name) DO UPDATE SET max_running = excluded.max_running,
+                                     updated_at = excluded.updated_at
+
+-- name: lock_limited_queues
+-- The queues with a limit a claim may take from, locked in name order until the claiming
+-- transaction ends (so that pools claiming from them take turns and never exceed it), with
+-- how many of their jobs run now.
+SELECT q.name, q.max_running,
+       (SELECT count(*) FROM jobs j WHERE j.queue = q.name AND j.state = 'processing')
+  FROM queues q
+ WHERE q.name = ANY(%s)
+ ORDER BY q.name
+   FOR UPDATE OF q
+
+-- name: oldest_due
+-- When the longest-waiting due job of one queue became due.
+SELECT min(run_at) FROM jobs WHERE queue = %s AND state IN ('pending', 'failed') AND run_at <= %s
+
+
+-- == the audit trail =========================================================================
+
+-- name: record_action
+INSERT INTO audit (at, face, actor, host, action, subject, touched)
+VALUES (%s, %s, %s, %s, %s, %s, %s)
+
+-- name: list_actions
+SELECT id, at, face, actor, host, action, subject, touched FROM audit
+ WHERE (%(before)s::bigint IS NULL OR id < %(before)s) ORDER BY id DESC LIMIT %(limit)s
+
+
+-- == counts and statistics ===================================================================
+-- Counters are their totals plus the deltas not folded yet (migration 1).
+
+-- name: job_counts
+-- Jobs per queue and state, and how many delta rows were added up (for the fold).
+SELECT queue, state, sum(n)::bigint, count(*) FILTER (WHERE delta)
+  FROM (SELECT queue, state, n, false AS delta FROM job_counts
+        UNION ALL
+        SELECT queue, state, n, true FROM job_count_deltas) c
+ WHERE %(queue)s::text IS NULL OR queue = %(queue)s
+ GROUP BY queue, state
+
+-- name: count_active_workers
+SELECT count(*) FROM workers WHERE status IN ('idle', 'busy', 'stopping')
+
+-- name: outcomes_since
+SELECT outcome = 'completed', count(*) FROM attempts
+ WHERE finished_at > %(since)s AND outcome NOT IN ('cancelled', 'interrupted')
+   AND (%(queue)s::text IS NULL OR queue = %(queue)s)
+ GROUP BY outcome = 'completed'
+
+-- name: attempt_totals
+SELECT outcome, sum(n)::bigint, sum(retries)::bigint
+  FROM (SELECT queue, outcome, n, retries FROM attempt_totals
+        UNION ALL
+        SELECT queue, outcome, n, retries FROM attempt_total_deltas) t
+ WHERE %(queue)s::text IS NULL OR queue = %(queue)s
+ GROUP BY outcome
+
+-- name: latest_timings
+SELECT started_at - scheduled_at, finished_at - started_at FROM attempts
+ WHERE outcome NOT IN ('cancelled', 'interrupted')
+   AND (%(queue)s::text IS NULL OR queue = %(queue)s)
+ ORDER BY id DESC LIMIT %(limit)s
+
+-- name: attempt_rates
+SELECT slot, sum(completed)::bigint, sum(failed)::bigint
+  FROM (SELECT slot, queue, completed, failed FROM attempt_rates
+         WHERE slot >= %(first)s AND slot <= %(last)s
+        UNION ALL
+        SELECT slot, queue, completed, failed FROM attempt_rate_deltas
+         WHERE slot >= %(first)s AND slot <= %(last)s) r
+ WHERE %(queue)s::text IS NULL OR queue = %(queue)s
+ GROUP BY slot
+
+-- name: try_fold_lock
+SELECT pg_try_advisory_xact_lock(hashtext(current_schema() || '.fold'))
+
+-- name: fold
+SELECT fold_deltas()
+
+
+-- == metrics =================================================================================
+
+-- name: metrics_worker_statuses
+SELECT status, count(*) FROM workers GROUP BY status
+
+-- name: metrics_attempt_totals
+SELECT queue, outcome, sum(n)::bigint, sum(retries)::bigint
+  FROM (SELECT queue, outcome, n, retries FROM attempt_totals
+        UNION ALL
+        SELECT queue, outcome, n, retries FROM attempt_total_deltas) t
+ GROUP BY queue, outcome
+
+-- name: metrics_counters
+SELECT name, sum(n)::bigint
+  FROM (SELECT name, n FROM counters UNION ALL SELECT name, n FROM counter_deltas) c
+ GROUP BY name
+
+-- name: metrics_histogram_bounds
+SELECT le FROM histogram_bounds ORDER BY le
+
+-- name: metrics_histograms
+-- Per bucket, not cumulative; le -1 is the bucket above the last bound.
+SELECT metric, le, sum(n)::bigint, sum(sum_ms)::bigint
+  FROM (SELECT metric, le, n, sum_ms FROM attempt_histograms
+        UNION ALL
+        SELECT metric, le, n, sum_ms FROM attempt_histogram_deltas) h
+ GROUP BY metric, le
+
+
+-- == the engine's protocol ===================================================================
+
+-- name: claim
+-- Take the best %(n)s due jobs for the workers %(workers)s, in claim order, in one statement.
+-- The MATERIALIZED CTE is evaluated once, as written: it is never flattened into the UPDATE,
+-- so the UPDATE touches exactly the rows it picked and locked, never more than %(n)s. SKIP
+-- LOCKED lets pools on other hosts claim beside it without waiting; a row changed by a
+-- transaction that committed meanwhile is re-checked against the WHERE before it is locked.
+-- Served queues (%(served)s NULL: every queue) and closed ones (paused, or at their limit).
+WITH picked AS MATERIALIZED (
+    SELECT seq, priority, run_at FROM jobs
+     WHERE state IN ('pending', 'failed') AND run_at <= %(now)s
+       AND (%(served)s::text[] IS NULL OR queue = ANY(%(served)s))
+       AND queue <> ALL(%(closed)s::text[])
+     ORDER BY priority DESC, run_at, seq
+     LIMIT %(n)s
+       FOR UPDATE SKIP LOCKED
+), numbered AS (
+    SELECT seq, row_number() OVER (ORDER BY priority DESC, run_at, seq) AS k FROM picked
+)
+UPDATE jobs j SET state = 'processing', worker_id = (%(workers)s::text[])[numbered.k],
+                  worker_pid = %(pid)s, claimed_at = %(now)s, updated_at = %(now)s,
+                  attempts = j.attempts + 1, runs = j.runs + 1
+  FROM numbered
+ WHERE j.seq = numbered.seq
+RETURNING j.*
+
+-- name: has_due_work
+SELECT EXISTS (
+    SELECT 1 FROM jobs
+     WHERE state IN ('pending', 'failed') AND run_at <= %(now)s
+       AND (%(served)s::text[] IS NULL OR queue = ANY(%(served)s))
+       AND queue <> ALL(%(closed)s::text[]))
+
+-- name: running_in_queues
+SELECT queue, count(*) FROM jobs WHERE state = 'processing' AND queue = ANY(%s) GROUP BY queue
+
+-- name: next_run_at
+SELECT min(run_at) FROM jobs WHERE state IN ('pending', 'failed') AND run_at > %s
+
+-- name: active_workers_among
+SELECT id FROM workers WHERE status IN ('idle', 'busy', 'stopping') AND id = ANY(%s)
+
+-- name: complete_jobs
+-- Completed runs, many in one statement. The fence, here and in job_to_settle: still
+-- processing, still ours, still this run; a row another transaction settles meanwhile is
+-- waited for and re-checked, so a late result changes nothing.
+UPDATE jobs j SET state = 'completed', worker_id = NULL, worker_pid = NULL,
+                  finished_at = s.finished_at, exit_code = s.exit_code,
+                  last_error = s.error, updated_at = s.finished_at
+  FROM unnest(%s::bigint[], %s::text[], %s::bigint[], %s::bigint[], %s::bigint[], %s::text[])
+       AS s(seq, worker_id, runs, finished_at, exit_code, error)
+ WHERE j.seq = s.seq AND j.state = 'processing' AND j.worker_id = s.worker_id AND j.runs = s.runs
+RETURNING j.seq, j.run_at, j.queue
+
+-- name: job_to_settle
+SELECT run_at, attempts, max_retries, cancel_requested_at IS NOT NULL, queue FROM jobs
+ WHERE seq = %s AND state = 'processing' AND worker_id = %s AND runs = %s
+   FOR UPDATE
+
+-- name: settle_job
+-- After job_to_settle found and locked the row within the fence.
+UPDATE jobs SET state = %s, run_at = %s, attempts = %s, worker_id = NULL, worker_pid = NULL,
+                finished_at = %s, exit_code = %s, last_error = %s, updated_at = %s
+ WHERE seq = %s
+
+-- name: record_attempts
+INSERT INTO attempts (job_seq, queue, number, worker_id, scheduled_at, started_at, finished_at,
+                      exit_code, outcome, output, error)
+SELECT * FROM unnest(%s::bigint[], %s::text[], %s::bigint[], %s::text[], %s::bigint[],
+                     %s::bigint[], %s::bigint[], %s::bigint[], %s::text[], %s::text[],
+                     %s::text[])
+
+-- name: add_to_counter
+INSERT INTO counter_deltas (name, n) VALUES (%s, %s)
+
+-- name: touch_workers
+-- Each worker's current job (busy) or none (idle), and its counters; a worker that is
+-- stopping keeps that status.
+UPDATE workers w SET current_job = t.job, last_heartbeat = %s,
+                     jobs_done = w.jobs_done + t.done, jobs_failed = w.jobs_failed + t.failed,
+                     status = CASE WHEN w.status IN ('idle', 'busy') THEN t.status
+                                   ELSE w.status END
+  FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::bigint[], %s::text[])
+       AS t(id, job, done, failed, status)
+ WHERE w.id = t.id
+
+-- name: recovery_lock
+-- Pools that recover at the same time take turns: each lost job is recovered once.
+SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.recovery'))
+
+-- name: mark_workers_lost
+UPDATE workers SET status = 'lost', stopped_at = %s, current_job = NULL
+ WHERE status IN ('idle', 'busy', 'stopping') AND id = ANY(%s)
+
+-- name: orphaned_jobs
+-- Locked: an owner's result that arrives meanwhile waits, then finds itself fenced out.
+SELECT * FROM jobs
+ WHERE state = 'processing'
+   AND worker_id NOT IN (SELECT id FROM workers WHERE status IN ('idle', 'busy', 'stopping'))
+ ORDER BY seq
+   FOR UPDATE OF jobs
+
+-- name: job_by_seq
+SELECT * FROM jobs WHERE seq = %s
+
+
+-- == workers =================================================================================
+
+-- name: register_worker
+INSERT INTO workers (id, pool_id, pid, host, status, started_at, last_heartbeat, stopped_at,
+                     current_job, jobs_done, jobs_failed)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+ON CONFLICT (id) DO UPDATE SET
+    pool_id = excluded.pool_id, pid = excluded.pid, host = excluded.host,
+    status = excluded.status, started_at = excluded.started_at,
+    last_heartbeat = excluded.last_heartbeat, stopped_at = excluded.stopped_at,
+    current_job = excluded.current_job, jobs_done = excluded.jobs_done,
+    jobs_failed = excluded.jobs_failed
+
+-- name: heartbeat_among
+UPDATE workers SET last_heartbeat = %s
+ WHERE id = ANY(%s) AND status IN ('idle', 'busy', 'stopping')
+
+-- name: set_worker_status
+UPDATE workers SET status = %s, current_job = %s, last_heartbeat = %s,
+                   stopped_at = CASE WHEN %s THEN %s ELSE stopped_at END,
+                   jobs_done = jobs_done + %s, jobs_failed = jobs_failed + %s
+ WHERE id = %s
+
+-- name: list_workers
+SELECT id, pool_id, pid, host, status, started_at, last_heartbeat, stopped_at, current_job,
+       jobs_done, jobs_failed
+  FROM workers ORDER BY started_at DESC, id
+
+-- name: list_active_workers
+SELECT id, pool_id, pid, host, status, started_at, last_heartbeat, stopped_at, current_job,
+       jobs_done, jobs_failed
+  FROM workers WHERE status IN ('idle', 'busy', 'stopping') ORDER BY started_at DESC, id
+
+-- name: active_workers_by_id
+SELECT id, pool_id, pid, host, status, started_at, last_heartbeat, stopped_at, current_job,
+       jobs_done, jobs_failed
+  FROM workers WHERE status IN ('idle', 'busy', 'stopping') ORDER BY id
+
+-- name: prune_workers
+DELETE FROM workers WHERE status NOT IN ('idle', 'busy', 'stopping') AND stopped_at < %s
+
+-- name: stop_lock
+-- A stop request and a pool's registration take turns, so that the request's list of
+-- workers is exactly the pools that will see it.
+SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.stop'))
+
+-- name: request_stop
+INSERT INTO stop_requests (requested_at) VALUES (%s)
+
+-- name: latest_stop_request
+SELECT coalesce(max(id), 0) FROM stop_requests
+
+-- name: stop_requested_after
+SELECT 1 FROM stop_requests WHERE id > %s LIMIT 1
+
+-- name: stop_requested_since
+SELECT 1 FROM stop_requests WHERE requested_at >= %s LIMIT 1
+
+
+-- == submissions ==============================================================================
+
+-- name: waiting_depth
+-- Jobs waiting to run, every queue: what backpressure measures.
+SELECT coalesce(sum(n), 0)::bigint
+  FROM (SELECT n FROM job_counts WHERE state IN ('pending', 'failed')
+        UNION ALL
+        SELECT n FROM job_count_deltas WHERE state IN ('pending', 'failed')) c
+
+-- name: waiting_of_type
+SELECT count(*) FROM jobs WHERE job_type = %s AND state IN ('pending', 'failed')
+
+
+-- == change detection =========================================================================
+
+-- name: change_token
+-- The snapshot's bounds and the transactions in flight: it changes whenever a transaction
+-- of this cluster takes an id or commits (sometimes for another database's: a re-read).
+SELECT hashtext(pg_current_snapshot()::text)
+
+-- name: now_ms
+SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint

@@ -1,0 +1,644 @@
+"""PostgresStore: the Store interface on PostgreSQL, for pools on many hosts sharing one queue.
+
+Each call is one transaction on a connection borrowed from the process's pool (database.py).
+Times are the database's clock (`now()`), so hosts whose clocks disagree still agree on when
+a job is due and when a worker was last heard from."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import psycopg
+from psycopg import errors as pg_errors
+
+from ...lifecycle import RetryPolicy
+from ...models import (
+    STATES,
+    STORED_WORKER_STATUSES,
+    WAITING_STATES,
+    Action,
+    Attempt,
+    AuditEntry,
+    Job,
+    JobSpec,
+    JobState,
+    Outcome,
+    QueueCounts,
+    QueueInfo,
+    Worker,
+    WorkerStatus,
+)
+from ..base import (
+    Admission,
+    BulkEnqueueResult,
+    CancelResult,
+    ChangeFeed,
+    DuplicateJobError,
+    EnqueueResult,
+    Exchange,
+    Histogram,
+    MetricsSnapshot,
+    QueueStats,
+    RetryResult,
+    Settlement,
+    Store,
+    SubmitResult,
+    Submitted,
+)
+from ..figures import RATE_SLOT_MS, per_minute, summary
+from ..rows import ATTEMPTS, AUDIT, JOBS, WORKERS
+from . import bulk, claims
+from .database import DEFAULT_WAIT, Database, borrow, give_back
+from .feed import ListenFeed
+from .statements import SQL
+from .url import parse
+
+Conn = psycopg.Connection[Any]
+
+FAILED_OUTCOMES = frozenset({"failed", "timeout", "lost"})
+# Delta rows a count may add up before it folds them into the totals (see migration 1).
+FOLD_AFTER = 500
+ABOVE_LAST_BOUND = -1  # attempt_histograms.le of the +Inf bucket
+
+
+class PostgresStore(Store):
+    def __init__(self, location: str, lock_wait: float | None = None) -> None:
+        """Open the queue at the PostgreSQL URL `location`, creating and migrating its schema
+        if needed. `lock_wait`: seconds a call waits for a connection before giving up."""
+        self.location = location
+        self._target = parse(location)
+        self._wait = DEFAULT_WAIT if lock_wait is None else max(0.1, lock_wait)
+        self._db: Database | None = borrow(self._target)
+        try:
+            self._db.ensure_schema(self._wait)
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def db(self) -> Database:
+        if self._db is None:
+            raise RuntimeError("the store is closed")
+        return self._db
+
+    def _run(self, body: Any, durable: bool = True) -> Any:
+        return self.db.run(body, durable=durable, wait=self._wait)
+
+    def _read(self, sql: str, params: Any = None) -> list[Any]:
+        return self.db.read(sql, params, wait=self._wait)
+
+    def close(self) -> None:
+        if self._db is not None:
+            give_back(self._db)
+            self._db = None
+
+    def now(self) -> int:
+        return self.db.now()
+
+    def change_feed(self, mode: str = "auto") -> ChangeFeed:
+        conninfo, options = self.db.listen_conninfo()
+        return ListenFeed(conninfo, options, self._target.schema, self._target.shown)
+
+    def change_token(self) -> int:
+        return int(self._read(SQL["change_token"])[0][0])
+
+    # -- jobs --------------------------------------------------------------------------------
+    def enqueue(self, spec: JobSpec, default_max_retries: int, now: int) -> EnqueueResult:
+        return self._run(lambda conn: _insert_one(conn, spec, default_max_retries, now))  # type: ignore[no-any-return]
+
+    def submit(
+        self,
+        specs: Sequence[JobSpec],
+        default_max_retries: int,
+        now: int,
+        admission: Admission,
+    ) -> list[SubmitResult]:
+        return self._run(lambda conn: _submit(conn, specs, default_max_retries, now, admission))  # type: ignore[no-any-return]
+
+    def enqueue_batches(
+        self, batches: Iterable[Sequence[JobSpec]], default_max_retries: int, now: int
+    ) -> BulkEnqueueResult:
+        result: BulkEnqueueResult = self._run(
+            lambda conn: bulk.insert_batches(conn, batches, default_max_retries, now)
+        )
+        self._fold()
+        return result
+
+    def get(self, job_id: str) -> Job | None:
+        with self.db.connection(self._wait) as conn:
+            return JOBS.first(conn, SQL["job_by_id"], (job_id,))
+
+    def attempts(self, job_id: str) -> list[Attempt]:
+        with self.db.connection(self._wait) as conn:
+            return ATTEMPTS.all(conn, SQL["job_attempts"], (job_id,))
+
+    def list_jobs(
+        self,
+        state: JobState | None = None,
+        limit: int = 50,
+        after_seq: int | None = None,
+        newest_first: bool = False,
+        search: str | None = None,
+        queue: str | None = None,
+    ) -> list[Job]:
+        where: list[str] = []
+        params: list[Any] = []
+        if state is not None:
+            where.append(SQL["list_jobs_in_state"])
+            params.append(state.value)
+        if queue is not None:
+            where.append(SQL["list_jobs_in_queue"])
+            params.append(queue)
+        if after_seq is not None:
+            where.append(SQL["list_jobs_before" if newest_first else "list_jobs_after"])
+            params.append(after_seq)
+        if search:
+            pattern = "%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            pattern += "%"
+            where.append(SQL["list_jobs_matching"])
+            params.extend((pattern, pattern))
+        # Put together from the fixed parts of list_jobs (see queries.sql).
+        sql = SQL["list_jobs"]
+        if where:
+            sql += "\nWHERE " + "\nAND ".join(where)
+        sql += "\n" + SQL["list_jobs_newest_first" if newest_first else "list_jobs_oldest_first"]
+        params.append(max(0, limit))
+        with self.db.connection(self._wait) as conn:
+            return JOBS.all(conn, sql, params)
+
+    def counts(self, queue: str | None = None) -> dict[JobState, int]:
+        with self.db.connection(self._wait) as conn:
+            return self._counts(conn, queue)
+
+    def _counts(self, conn: Conn, queue: str | None) -> dict[JobState, int]:
+        found: Counter[JobState] = Counter()
+        deltas = 0
+        for _, state, n, delta_rows in conn.execute(SQL["job_counts"], {"queue": queue}):
+            found[JobState(state)] += n
+            deltas += delta_rows
+        if deltas > FOLD_AFTER:
+            self._fold_soon = True
+        return {state: found.get(state, 0) for state in STATES}
+
+    _fold_soon = False
+
+    def queue_counts(self, queue: str | None = None) -> QueueCounts:
+        with self.db.connection(self._wait) as conn:
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            counts = self._counts(conn, queue)
+            active = conn.execute(SQL["count_active_workers"]).fetchone()
+        self._fold_if_due()
+        return QueueCounts(counts, int(active[0]) if active else 0)
+
+    def _fold_if_due(self) -> None:
+        if self._fold_soon:
+            self._fold_soon = False
+            self._fold()
+
+    def _fold(self) -> None:
+        """Move the counters' deltas into their totals, unless another store is at it."""
+
+        def body(conn: Conn) -> None:
+            locked = conn.execute(SQL["try_fold_lock"]).fetchone()
+            if locked and locked[0]:
+                conn.execute(SQL["fold"])
+
+        self._run(body, durable=False)
+
+    def stats(self, now: int, sample: int = 10_000, queue: str | None = None) -> QueueStats:
+        result = QueueStats(counts=self.queue_counts(queue), queue=queue)
+        result.completed_per_minute, result.failed_per_minute = self.throughput(now, queue=queue)
+        with self.db.connection(self._wait) as conn:
+            last_minute = conn.execute(
+                SQL["outcomes_since"], {"since": now - 60_000, "queue": queue}
+            ).fetchall()
+            rows = conn.execute(SQL["latest_timings"], {"queue": queue, "limit": sample}).fetchall()
+            totals = conn.execute(SQL["attempt_totals"], {"queue": queue}).fetchall()
+        for ok, count in last_minute:
+            if ok:
+                result.completed_last_minute = count
+            else:
+                result.failed_last_minute = count
+        result.attempts_total = sum(n for _, n, _ in totals)
+        result.attempts_failed = sum(n for outcome, n, _ in totals if outcome in FAILED_OUTCOMES)
+        result.retries = sum(retries for _, _, retries in totals)
+        result.sample_size = len(rows)
+        result.wait_ms = summary([max(0, wait) for wait, _ in rows])
+        result.run_ms = summary([run for _, run in rows])
+        return result
+
+    def throughput(
+        self, now: int, minutes: int = 15, queue: str | None = None
+    ) -> tuple[list[int], list[int]]:
+        since = now - minutes * 60_000
+        slots = self._read(
+            SQL["attempt_rates"],
+            {"first": since // RATE_SLOT_MS, "last": now // RATE_SLOT_MS, "queue": queue},
+        )
+        return per_minute(slots, now, minutes)
+
+    def metrics(self, now: int) -> MetricsSnapshot:
+        with self.db.connection(self._wait) as conn:
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            return self._metrics(conn, now)
+
+    def _metrics(self, conn: Conn, now: int) -> MetricsSnapshot:
+        attempts: Counter[tuple[str, Outcome]] = Counter()
+        retries = 0
+        for queue, outcome, n, queue_retries in conn.execute(SQL["metrics_attempt_totals"]):
+            attempts[(queue, Outcome(outcome))] += n
+            retries += queue_retries
+        counters = dict(conn.execute(SQL["metrics_counters"]).fetchall())
+        bounds = tuple(le for (le,) in conn.execute(SQL["metrics_histogram_bounds"]))
+        per_bucket = {
+            (metric, le): (n, sum_ms)
+            for metric, le, n, sum_ms in conn.execute(SQL["metrics_histograms"])
+        }
+        jobs: dict[tuple[str, JobState], int] = {}
+        for queue, state, n, _ in conn.execute(SQL["job_counts"], {"queue": None}):
+            jobs[(queue, JobState(state))] = jobs.get((queue, JobState(state)), 0) + n
+        names = sorted({queue for queue, _ in jobs})
+        workers = {status: 0 for status in STORED_WORKER_STATUSES}
+        for status, n in conn.execute(SQL["metrics_worker_statuses"]):
+            shown = WorkerStatus(status)
+            workers[shown] = workers.get(shown, 0) + n
+        waiting = [
+            name for name in names if any(jobs.get((name, state), 0) for state in WAITING_STATES)
+        ]
+        due = [since for name in waiting if (since := _oldest_due(conn, name, now)) is not None]
+        return MetricsSnapshot(
+            jobs={(q, s): jobs.get((q, s), 0) for q in names for s in STATES},
+            workers=workers,
+            oldest_waiting_ms=max(0, now - min(due)) if due else None,
+            attempts=dict(attempts),
+            retries=retries,
+            dead_lettered=counters.get("dead_lettered", 0),
+            late_results=counters.get("late_results", 0),
+            admission_rejected=counters.get("admission_rejected", 0),
+            queue_wait=_histogram("queue_wait", bounds, per_bucket),
+            run_time=_histogram("run_time", bounds, per_bucket),
+        )
+
+    def retry_dead(
+        self, job_ids: Sequence[str] | None, now: int, action: Action | None = None
+    ) -> list[str]:
+        def body(conn: Conn) -> list[str]:
+            if job_ids is None:
+                retried = _ids(conn, SQL["retry_all_dead"], (now, now))
+            else:
+                retried = _ids(conn, SQL["retry_dead_among"], (now, now, _unique(job_ids)))
+            _record(conn, action, len(retried), now)
+            return retried
+
+        return self._run(body)  # type: ignore[no-any-return]
+
+    # -- an operator's control -------------------------------------------------------------------
+    def job_states(self, job_ids: Sequence[str]) -> dict[str, JobState]:
+        rows = self._read(SQL["states_among"], (_unique(job_ids),))
+        return {job_id: JobState(state) for job_id, state in rows}
+
+    def cancel(self, job_ids: Sequence[str], now: int, action: Action | None) -> CancelResult:
+        def body(conn: Conn) -> CancelResult:
+            ids = _unique(job_ids)
+            cancelled = _ids(conn, SQL["cancel_waiting_among"], (now, now, now, ids))
+            requested = _ids(conn, SQL["request_cancel_among"], (now, now, ids))
+            _record(conn, action, len(cancelled) + len(requested), now)
+            return CancelResult(_in_order(cancelled, ids), _in_order(requested, ids))
+
+        return self._run(body)  # type: ignore[no-any-return]
+
+    def cancel_requested(self, job_ids: Sequence[str]) -> list[str]:
+        ids = list(job_ids)
+        return _in_order([row[0] for row in self._read(SQL["cancel_requested_among"], (ids,))], ids)
+
+    def retry(self, job_ids: Sequence[str], now: int, action: Action | None) -> RetryResult:
+        def body(conn: Conn) -> RetryResult:
+            ids = _unique(job_ids)
+            fresh = _ids(conn, SQL["retry_finished_among"], (now, now, ids))
+            ready = _ids(conn, SQL["retry_now_among"], (now, now, ids))
+            _record(conn, action, len(fresh) + len(ready), now)
+            return RetryResult(_in_order(fresh, ids), _in_order(ready, ids))
+
+        return self._run(body)  # type: ignore[no-any-return]
+
+    def delete(
+        self,
+        job_ids: Sequence[str],
+        now: int,
+        action: Action | None,
+        state: JobState | None = None,
+    ) -> list[str]:
+        def body(conn: Conn) -> list[str]:
+            ids = _unique(job_ids)
+            if state is None:
+                deleted = _ids(conn, SQL["delete_among"], (ids,))
+            else:
+                deleted = _ids(conn, SQL["delete_in_state_among"], (state.value, ids))
+            _record(conn, action, len(deleted), now)
+            return _in_order(deleted, ids)
+
+        return self._run(body)  # type: ignore[no-any-return]
+
+    def prune(self, state: JobState, before: int, limit: int) -> int:
+        def body(conn: Conn) -> int:
+            return conn.execute(SQL["prune_batch"], (state.value, before, max(0, limit))).rowcount
+
+        return self._run(body)  # type: ignore[no-any-return]
+
+    def count_prunable(self, state: JobState, before: int) -> int:
+        return int(self._read(SQL["count_prunable"], (state.value, before))[0][0])
+
+    def record_action(self, action: Action, touched: int, now: int) -> None:
+        self._run(lambda conn: _record(conn, action, touched, now))
+
+    def actions(self, limit: int = 50, before_id: int | None = None) -> list[AuditEntry]:
+        with self.db.connection(self._wait) as conn:
+            return AUDIT.all(conn, SQL["list_actions"], {"before": before_id, "limit": limit})
+
+    # -- queues ----------------------------------------------------------------------------------
+    def queues(self, now: int) -> list[QueueInfo]:
+        with self.db.connection(self._wait) as conn:
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            settings = {
+                name: (bool(paused), max_running)
+                for name, paused, max_running in conn.execute(SQL["queue_settings"])
+            }
+            by_queue: dict[str, dict[JobState, int]] = {name: {} for name in settings}
+            for name, state, n, _ in conn.execute(SQL["job_counts"], {"queue": None}):
+                if n > 0:
+                    by_queue.setdefault(name, {})[JobState(state)] = n
+            found = []
+            for name in sorted(by_queue):
+                counts = by_queue[name]
+                waiting = sum(counts.get(state, 0) for state in WAITING_STATES)
+                paused, max_running = settings.get(name, (False, None))
+                found.append(
+                    QueueInfo(
+                        name,
+                        waiting,
+                        counts.get(JobState.PROCESSING, 0),
+                        paused,
+                        max_running,
+                        _oldest_due(conn, name, now) if waiting else None,
+                        {state: counts.get(state, 0) for state in STATES},
+                    )
+                )
+            return found
+
+    def set_queue_paused(self, name: str, paused: bool, now: int, action: Action) -> None:
+        def body(conn: Conn) -> None:
+            conn.execute(SQL["set_queue_paused"], (name, paused, now))
+            _record(conn, action, 1, now)
+
+        self._run(body)
+
+    def set_queue_limit(self, name: str, limit: int | None, now: int, action: Action) -> None:
+        def body(conn: Conn) -> None:
+            conn.execute(SQL["set_queue_limit"], (name, limit, now))
+            _record(conn, action, 1, now)
+
+        self._run(body)
+
+    # -- the engine's protocol ------------------------------------------------------------------
+    def exchange(
+        self,
+        settlements: Sequence[Settlement],
+        claimants: Sequence[str],
+        pid: int,
+        now: int,
+        policy: RetryPolicy,
+        queues: Sequence[str] | None = None,
+    ) -> Exchange:
+        def body(conn: Conn) -> Exchange:
+            return claims.exchange(conn, settlements, claimants, pid, now, policy, queues)
+
+        return self._run(body, durable=False)  # type: ignore[no-any-return]
+
+    def has_due_work(self, now: int, queues: Sequence[str] | None = None) -> bool:
+        with self.db.connection(self._wait) as conn:
+            return claims.has_due_work(conn, queues, now)
+
+    def next_run_at(self, after: int) -> int | None:
+        found = self._read(SQL["next_run_at"], (after,))[0][0]
+        return None if found is None else int(found)
+
+    def recover_orphans(
+        self, dead_worker_ids: Sequence[str], policy: RetryPolicy, now: int
+    ) -> list[Job]:
+        def body(conn: Conn) -> list[Job]:
+            return claims.recover_orphans(conn, dead_worker_ids, policy, now)
+
+        return self._run(body)  # type: ignore[no-any-return]
+
+    # -- workers -------------------------------------------------------------------------------
+    def register_workers(self, workers: Sequence[Worker]) -> int:
+        rows = [
+            (
+                w.id,
+                w.pool_id,
+                w.pid,
+                w.host,
+                w.status.value,
+                w.started_at,
+                w.last_heartbeat,
+                w.stopped_at,
+                w.current_job,
+                w.jobs_done,
+                w.jobs_failed,
+            )
+            for w in workers
+        ]
+
+        def body(conn: Conn) -> int:
+            conn.execute(SQL["stop_lock"])
+            with conn.cursor() as cursor:
+                cursor.executemany(SQL["register_worker"], rows)
+            row = conn.execute(SQL["latest_stop_request"]).fetchone()
+            return int(row[0]) if row else 0
+
+        return self._run(body)  # type: ignore[no-any-return]
+
+    def heartbeat(self, worker_ids: Sequence[str], now: int) -> None:
+        def body(conn: Conn) -> None:
+            conn.execute(SQL["heartbeat_among"], (now, list(worker_ids)))
+
+        self._run(body, durable=False)
+        # Pools beat every few seconds: the counters' deltas are folded as they go.
+        self._fold()
+
+    def set_worker_status(
+        self,
+        worker_id: str,
+        status: WorkerStatus,
+        current_job: str | None,
+        now: int,
+        done: int = 0,
+        failed: int = 0,
+    ) -> None:
+        ended = status in (WorkerStatus.STOPPED, WorkerStatus.LOST)
+
+        def body(conn: Conn) -> None:
+            conn.execute(
+                SQL["set_worker_status"],
+                (status.value, current_job, now, ended, now, done, failed, worker_id),
+            )
+
+        self._run(body)
+
+    def list_workers(self, active_only: bool = False) -> list[Worker]:
+        sql = SQL["list_active_workers" if active_only else "list_workers"]
+        with self.db.connection(self._wait) as conn:
+            return WORKERS.all(conn, sql)
+
+    def prune_workers(self, stopped_before: int) -> int:
+        def body(conn: Conn) -> int:
+            return conn.execute(SQL["prune_workers"], (stopped_before,)).rowcount
+
+        return self._run(body)  # type: ignore[no-any-return]
+
+    def request_stop(self, now: int) -> list[Worker]:
+        def body(conn: Conn) -> list[Worker]:
+            conn.execute(SQL["stop_lock"])
+            conn.execute(SQL["request_stop"], (now,))
+            return WORKERS.all(conn, SQL["active_workers_by_id"])
+
+        return self._run(body)  # type: ignore[no-any-return]
+
+    def stop_requested_after(self, request_id: int) -> bool:
+        return bool(self._read(SQL["stop_requested_after"], (request_id,)))
+
+    def stop_requested_since(self, since: int) -> bool:
+        return bool(self._read(SQL["stop_requested_since"], (since,)))
+
+
+# -- helpers --------------------------------------------------------------------------------------
+def _one(conn: Conn, sql: str, params: Any = None) -> int:
+    row = conn.execute(sql, params).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _unique(ids: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(ids))
+
+
+def _ids(conn: Conn, sql: str, params: Any) -> list[str]:
+    return [row[0] for row in conn.execute(sql, params).fetchall()]
+
+
+def _in_order(found: list[str], asked: list[str]) -> list[str]:
+    """`found` in the order the ids were asked for."""
+    present = set(found)
+    return [job_id for job_id in asked if job_id in present]
+
+
+def _record(conn: Conn, action: Action | None, touched: int, now: int) -> None:
+    if action is None:
+        return
+    conn.execute(
+        SQL["record_action"],
+        (now, action.face, action.actor, action.host, action.action, action.subject, touched),
+    )
+
+
+def _oldest_due(conn: Conn, queue: str, now: int) -> int | None:
+    row = conn.execute(SQL["oldest_due"], (queue, now)).fetchone()
+    return None if row is None or row[0] is None else int(row[0])
+
+
+def _histogram(
+    metric: str, bounds: tuple[int, ...], per_bucket: dict[tuple[str, int], tuple[int, int]]
+) -> Histogram:
+    buckets = [per_bucket.get((metric, le), (0, 0)) for le in (*bounds, ABOVE_LAST_BOUND)]
+    counts = tuple(n for n, _ in buckets)
+    return Histogram(bounds, counts, sum(sum_ms for _, sum_ms in buckets), sum(counts))
+
+
+def _insert_one(conn: Conn, spec: JobSpec, default_max_retries: int, now: int) -> EnqueueResult:
+    """Store one job, or return the one its idempotency key names. Raises DuplicateJobError
+    (a savepoint keeps the caller's transaction usable)."""
+    if spec.idempotency_key is not None:
+        known = JOBS.first(conn, SQL["job_by_idempotency_key"], (spec.idempotency_key,))
+        if known is not None:
+            return EnqueueResult(known, created=False)
+    params = (
+        spec.id,
+        spec.command,
+        spec.priority,
+        now if spec.run_at is None else spec.run_at,
+        default_max_retries if spec.max_retries is None else spec.max_retries,
+        spec.timeout,
+        spec.idempotency_key,
+        now,
+        now,
+        spec.queue,
+        spec.job_type,
+        spec.payload,
+    )
+    try:
+        with conn.transaction():  # a savepoint: a taken id undoes this insert only
+            job = JOBS.first(conn, SQL["insert_job"], params)
+    except pg_errors.UniqueViolation:
+        raise DuplicateJobError(spec.id) from None
+    if job is None:  # the key was taken meanwhile by another transaction: that job
+        known = JOBS.first(conn, SQL["job_by_idempotency_key"], (spec.idempotency_key,))
+        assert known is not None
+        return EnqueueResult(known, created=False)
+    return EnqueueResult(job, created=True)
+
+
+def _submit(
+    conn: Conn,
+    specs: Sequence[JobSpec],
+    default_max_retries: int,
+    now: int,
+    admission: Admission,
+) -> list[SubmitResult]:
+    waiting: int | None = None
+    of_type: dict[str, int] = {}
+    results: list[SubmitResult] = []
+    rejected = 0
+    for spec in specs:
+        if spec.idempotency_key is not None:
+            known = JOBS.first(conn, SQL["job_by_idempotency_key"], (spec.idempotency_key,))
+            if known is not None:  # a replay is answered even when the queue is full
+                results.append(SubmitResult(Submitted.EXISTING, known))
+                continue
+        refusal = ""
+        limit = admission.max_depth
+        if limit is not None:
+            if waiting is None:
+                waiting = _one(conn, SQL["waiting_depth"])
+            if waiting >= limit:
+                refusal = f"the queue is full: {waiting:,} jobs wait to run (limit {limit:,})"
+        kind = spec.job_type
+        type_limit = None if kind is None else admission.type_limits.get(kind)
+        if not refusal and kind is not None and type_limit is not None:
+            if kind not in of_type:
+                of_type[kind] = _one(conn, SQL["waiting_of_type"], (kind,))
+            if of_type[kind] >= type_limit:
+                refusal = (
+                    f"jobs of type '{kind}' are full: {of_type[kind]:,} wait to run "
+                    f"(limit {type_limit:,})"
+                )
+        if refusal:
+            rejected += 1
+            results.append(SubmitResult(Submitted.REJECTED, None, refusal))
+            continue
+        try:
+            created = _insert_one(conn, spec, default_max_retries, now)
+        except DuplicateJobError as error:
+            results.append(SubmitResult(Submitted.DUPLICATE_ID, None, str(error)))
+            continue
+        if not created.created:
+            results.append(SubmitResult(Submitted.EXISTING, created.job))
+            continue
+        if waiting is not None:
+            waiting += 1
+        if kind is not None and kind in of_type:
+            of_type[kind] += 1
+        results.append(SubmitResult(Submitted.CREATED, created.job))
+    if rejected:
+        conn.execute(SQL["add_to_counter"], ("admission_rejected", rejected))
+    return results
