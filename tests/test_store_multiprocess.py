@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import multiprocessing
+import threading
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from store_helpers import NOW, register
 
-from queuectl_tui.models import JobState, Worker, WorkerStatus
+from queuectl_tui.models import Action, JobState, Worker, WorkerStatus
 from queuectl_tui.store import open_store
 from queuectl_tui.timeutil import now_ms
 
-from helpers import backend_location, spec
+from helpers import backend_location, open_backend, spec
 
 JOBS = 2_000
 PROCESSES = 4
@@ -62,3 +64,37 @@ def test_four_processes_claim_each_job_exactly_once(backend: str, tmp_path: Path
     owners = {job.worker_id for job in store.list_jobs(limit=JOBS)}
     assert owners <= {f"w{n}" for n in range(PROCESSES)}
     store.close()
+
+
+def test_a_queue_limit_holds_when_stores_claim_at_the_same_moment(
+    backend: str, tmp_path: Path
+) -> None:
+    """Pools claiming from a limited queue at once take turns: a claim that waited for another
+    sees what that one took, so the limit holds however the claims interleave."""
+    with open_backend(backend, tmp_path) as setup:
+        setup.enqueue_many([spec(id=f"r{i}", queue="reports") for i in range(40)], 3, NOW)
+        setup.set_queue_limit("reports", 3, NOW, Action("cli", "t", "h", "limit", "reports"))
+        register(setup, *(f"w{i}" for i in range(16)))
+    stores = [open_backend(backend, tmp_path) for _ in range(8)]
+    start = threading.Barrier(len(stores))
+    claimed: list[str] = []
+
+    def claim_for(store_index: int) -> None:
+        store = stores[store_index]
+        start.wait()
+        for round_ in range(2):
+            worker = f"w{store_index * 2 + round_}"
+            job = store.claim(worker, 4242, NOW)
+            if job is not None:
+                claimed.append(job.id)
+
+    threads = [threading.Thread(target=claim_for, args=(i,)) for i in range(len(stores))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    for store in stores:
+        store.close()
+    assert len(claimed) == 3
+    with open_backend(backend, tmp_path) as check:
+        assert check.counts("reports")[JobState.PROCESSING] == 3

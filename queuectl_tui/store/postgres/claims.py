@@ -125,10 +125,10 @@ def _closed_and_limited(
             limited.append(name)
     room: dict[str, int] = {}
     if limited:
-        for name, max_running, running in conn.execute(
-            SQL["lock_limited_queues"], (limited,)
-        ).fetchall():
-            room[name] = max(0, max_running - running)
+        limits = dict(conn.execute(SQL["lock_limited_queues"], (limited,)).fetchall())
+        running = dict(conn.execute(SQL["running_in_queues"], (list(limits),)).fetchall())
+        for name, max_running in limits.items():
+            room[name] = max(0, max_running - running.get(name, 0))
             if room[name] == 0:
                 closed.append(name)
     return closed, room

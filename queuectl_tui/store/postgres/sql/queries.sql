@@ -141,14 +141,14 @@ INSERT INTO queues (name, max_running, updated_at) VALUES (%s, %s, %s)
 
 -- name: lock_limited_queues
 -- The queues with a limit a claim may take from, locked in name order until the claiming
--- transaction ends (so that pools claiming from them take turns and never exceed it), with
--- how many of their jobs run now.
-SELECT q.name, q.max_running,
-       (SELECT count(*) FROM jobs j WHERE j.queue = q.name AND j.state = 'processing')
-  FROM queues q
- WHERE q.name = ANY(%s)
- ORDER BY q.name
-   FOR UPDATE OF q
+-- transaction ends, so that pools claiming from them take turns and never exceed it. Their
+-- running jobs are counted by the next statement (running_in_queues), whose snapshot is
+-- taken once the locks are held: it sees what the pool before us claimed. A limit lifted
+-- since the settings were read is re-checked here and gone.
+SELECT name, max_running FROM queues
+ WHERE name = ANY(%s) AND max_running IS NOT NULL
+ ORDER BY name
+   FOR UPDATE
 
 -- name: oldest_due
 -- When the longest-waiting due job of one queue became due.
