@@ -14,10 +14,12 @@ import psycopg
 from psycopg import errors as pg_errors
 
 from ...models import JobSpec
+from ..admission import insert_values
 from ..base import BulkEnqueueResult, DuplicateJobError
 
+# In the order of admission.insert_values; a new job's state is the column's default, pending.
 _COLUMNS = (
-    "id, command, state, priority, run_at, max_retries, timeout, idempotency_key, "
+    "id, command, priority, run_at, max_retries, timeout, idempotency_key, "
     "created_at, updated_at, queue, job_type, payload"
 )
 _STAGING = "queuectl_bulk_staging"
@@ -68,23 +70,7 @@ def _copy(
     with conn.cursor() as cursor:
         with cursor.copy(f"COPY {table} ({_COLUMNS}) FROM STDIN") as copy:
             for spec in batch:
-                copy.write_row(
-                    (
-                        spec.id,
-                        spec.command,
-                        "pending",
-                        spec.priority,
-                        now if spec.run_at is None else spec.run_at,
-                        default_max_retries if spec.max_retries is None else spec.max_retries,
-                        spec.timeout,
-                        spec.idempotency_key,
-                        now,
-                        now,
-                        spec.queue,
-                        spec.job_type,
-                        spec.payload,
-                    )
-                )
+                copy.write_row(insert_values(spec, default_max_retries, now))
         return cursor.rowcount
 
 

@@ -14,10 +14,11 @@ from typing import Any
 
 import psycopg
 
-from ...lifecycle import FAILED_OUTCOMES, RetryPolicy, after_attempt
+from ...lifecycle import RetryPolicy, after_attempt
 from ...models import Job, JobState, Outcome
 from ..base import Exchange, Settlement, SettleResult
 from ..rows import JOBS
+from ..settling import WorkerTouch, tally
 from .statements import SQL
 
 Conn = psycopg.Connection[Any]
@@ -27,15 +28,6 @@ def text(value: str | None) -> str | None:
     """Text as PostgreSQL can hold it: NUL, which a command's output may contain, becomes
     U+FFFD (text values cannot hold NUL)."""
     return None if value is None else value.replace("\x00", "\ufffd")
-
-
-@dataclass(slots=True)
-class _WorkerTouch:
-    """How one exchange changes one worker's row."""
-
-    job: Job | None = None
-    done: int = 0
-    failed: int = 0
 
 
 @dataclass(slots=True)
@@ -79,22 +71,14 @@ def exchange(
     queues: Sequence[str] | None = None,
 ) -> Exchange:
     settled = settle(conn, settlements, policy)
-    touched: dict[str, _WorkerTouch] = {}
-    for settlement, result in zip(settlements, settled, strict=True):
-        if result.state is None:
-            continue
-        touch = touched.setdefault(settlement.job.worker_id or "", _WorkerTouch())
-        if settlement.outcome is Outcome.COMPLETED:
-            touch.done += 1
-        elif settlement.outcome in FAILED_OUTCOMES and result.state is not JobState.CANCELLED:
-            touch.failed += 1  # a run that failed once cancelled was asked for is neither
+    touched = tally(settlements, settled)
     claimed: dict[str, Job] = {}
     workers = _active_workers(conn, claimants)
     if workers:
         for job in claim(conn, workers, pid, now, queues):
             assert job.worker_id is not None
             claimed[job.worker_id] = job
-            touched.setdefault(job.worker_id, _WorkerTouch()).job = job
+            touched.setdefault(job.worker_id, WorkerTouch()).job = job
     if touched:
         ids = list(touched)
         conn.execute(

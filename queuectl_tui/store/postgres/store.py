@@ -16,7 +16,6 @@ from psycopg import errors as pg_errors
 from ...lifecycle import RetryPolicy
 from ...models import (
     STATES,
-    STORED_WORKER_STATUSES,
     WAITING_STATES,
     Action,
     Attempt,
@@ -24,12 +23,12 @@ from ...models import (
     Job,
     JobSpec,
     JobState,
-    Outcome,
     QueueCounts,
     QueueInfo,
     Worker,
     WorkerStatus,
 )
+from ..admission import Room, insert_values, submit_each
 from ..base import (
     Admission,
     BulkEnqueueResult,
@@ -38,16 +37,15 @@ from ..base import (
     DuplicateJobError,
     EnqueueResult,
     Exchange,
-    Histogram,
     MetricsSnapshot,
     QueueStats,
     RetryResult,
     Settlement,
     Store,
     SubmitResult,
-    Submitted,
 )
-from ..figures import RATE_SLOT_MS, per_minute, summary
+from ..figures import RATE_SLOT_MS, attempt_figures, per_minute, snapshot
+from ..listing import list_jobs_statement
 from ..rows import ATTEMPTS, AUDIT, JOBS, WORKERS
 from . import bulk, claims
 from .database import DEFAULT_WAIT, Database, borrow, give_back
@@ -57,10 +55,8 @@ from .url import parse
 
 Conn = psycopg.Connection[Any]
 
-FAILED_OUTCOMES = frozenset({"failed", "timeout", "lost"})
 # Delta rows a count may add up before it folds them into the totals (see migration 1).
 FOLD_AFTER = 500
-ABOVE_LAST_BOUND = -1  # attempt_histograms.le of the +Inf bucket
 
 
 class PostgresStore(Store):
@@ -143,28 +139,7 @@ class PostgresStore(Store):
         search: str | None = None,
         queue: str | None = None,
     ) -> list[Job]:
-        where: list[str] = []
-        params: list[Any] = []
-        if state is not None:
-            where.append(SQL["list_jobs_in_state"])
-            params.append(state.value)
-        if queue is not None:
-            where.append(SQL["list_jobs_in_queue"])
-            params.append(queue)
-        if after_seq is not None:
-            where.append(SQL["list_jobs_before" if newest_first else "list_jobs_after"])
-            params.append(after_seq)
-        if search:
-            pattern = "%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-            pattern += "%"
-            where.append(SQL["list_jobs_matching"])
-            params.extend((pattern, pattern))
-        # Put together from the fixed parts of list_jobs (see queries.sql).
-        sql = SQL["list_jobs"]
-        if where:
-            sql += "\nWHERE " + "\nAND ".join(where)
-        sql += "\n" + SQL["list_jobs_newest_first" if newest_first else "list_jobs_oldest_first"]
-        params.append(max(0, limit))
+        sql, params = list_jobs_statement(SQL, state, limit, after_seq, newest_first, search, queue)
         with self.db.connection(self._wait) as conn:
             return JOBS.all(conn, sql, params)
 
@@ -216,17 +191,7 @@ class PostgresStore(Store):
             ).fetchall()
             rows = conn.execute(SQL["latest_timings"], {"queue": queue, "limit": sample}).fetchall()
             totals = conn.execute(SQL["attempt_totals"], {"queue": queue}).fetchall()
-        for ok, count in last_minute:
-            if ok:
-                result.completed_last_minute = count
-            else:
-                result.failed_last_minute = count
-        result.attempts_total = sum(n for _, n, _ in totals)
-        result.attempts_failed = sum(n for outcome, n, _ in totals if outcome in FAILED_OUTCOMES)
-        result.retries = sum(retries for _, _, retries in totals)
-        result.sample_size = len(rows)
-        result.wait_ms = summary([max(0, wait) for wait, _ in rows])
-        result.run_ms = summary([run for _, run in rows])
+        attempt_figures(result, last_minute, totals, rows)
         return result
 
     def throughput(
@@ -245,40 +210,19 @@ class PostgresStore(Store):
             return self._metrics(conn, now)
 
     def _metrics(self, conn: Conn, now: int) -> MetricsSnapshot:
-        attempts: Counter[tuple[str, Outcome]] = Counter()
-        retries = 0
-        for queue, outcome, n, queue_retries in conn.execute(SQL["metrics_attempt_totals"]):
-            attempts[(queue, Outcome(outcome))] += n
-            retries += queue_retries
-        counters = dict(conn.execute(SQL["metrics_counters"]).fetchall())
-        bounds = tuple(le for (le,) in conn.execute(SQL["metrics_histogram_bounds"]))
-        per_bucket = {
-            (metric, le): (n, sum_ms)
-            for metric, le, n, sum_ms in conn.execute(SQL["metrics_histograms"])
-        }
-        jobs: dict[tuple[str, JobState], int] = {}
-        for queue, state, n, _ in conn.execute(SQL["job_counts"], {"queue": None}):
-            jobs[(queue, JobState(state))] = jobs.get((queue, JobState(state)), 0) + n
-        names = sorted({queue for queue, _ in jobs})
-        workers = {status: 0 for status in STORED_WORKER_STATUSES}
-        for status, n in conn.execute(SQL["metrics_worker_statuses"]):
-            shown = WorkerStatus(status)
-            workers[shown] = workers.get(shown, 0) + n
-        waiting = [
-            name for name in names if any(jobs.get((name, state), 0) for state in WAITING_STATES)
+        jobs = [
+            (q, state, n) for q, state, n, _ in conn.execute(SQL["job_counts"], {"queue": None})
         ]
+        waiting = sorted({q for q, state, n in jobs if n and JobState(state) in WAITING_STATES})
         due = [since for name in waiting if (since := _oldest_due(conn, name, now)) is not None]
-        return MetricsSnapshot(
-            jobs={(q, s): jobs.get((q, s), 0) for q in names for s in STATES},
-            workers=workers,
+        return snapshot(
+            jobs=jobs,
+            workers=conn.execute(SQL["metrics_worker_statuses"]).fetchall(),
+            attempt_totals=conn.execute(SQL["metrics_attempt_totals"]).fetchall(),
+            counters=dict(conn.execute(SQL["metrics_counters"]).fetchall()),
+            bounds=tuple(le for (le,) in conn.execute(SQL["metrics_histogram_bounds"])),
+            buckets=conn.execute(SQL["metrics_histograms"]).fetchall(),
             oldest_waiting_ms=max(0, now - min(due)) if due else None,
-            attempts=dict(attempts),
-            retries=retries,
-            dead_lettered=counters.get("dead_lettered", 0),
-            late_results=counters.get("late_results", 0),
-            admission_rejected=counters.get("admission_rejected", 0),
-            queue_wait=_histogram("queue_wait", bounds, per_bucket),
-            run_time=_histogram("run_time", bounds, per_bucket),
         )
 
     def retry_dead(
@@ -547,14 +491,6 @@ def _oldest_due(conn: Conn, queue: str, now: int) -> int | None:
     return None if row is None or row[0] is None else int(row[0])
 
 
-def _histogram(
-    metric: str, bounds: tuple[int, ...], per_bucket: dict[tuple[str, int], tuple[int, int]]
-) -> Histogram:
-    buckets = [per_bucket.get((metric, le), (0, 0)) for le in (*bounds, ABOVE_LAST_BOUND)]
-    counts = tuple(n for n, _ in buckets)
-    return Histogram(bounds, counts, sum(sum_ms for _, sum_ms in buckets), sum(counts))
-
-
 def _insert_one(conn: Conn, spec: JobSpec, default_max_retries: int, now: int) -> EnqueueResult:
     """Store one job, or return the one its idempotency key names. Raises DuplicateJobError
     (a savepoint keeps the caller's transaction usable)."""
@@ -562,20 +498,7 @@ def _insert_one(conn: Conn, spec: JobSpec, default_max_retries: int, now: int) -
         known = JOBS.first(conn, SQL["job_by_idempotency_key"], (spec.idempotency_key,))
         if known is not None:
             return EnqueueResult(known, created=False)
-    params = (
-        spec.id,
-        spec.command,
-        spec.priority,
-        now if spec.run_at is None else spec.run_at,
-        default_max_retries if spec.max_retries is None else spec.max_retries,
-        spec.timeout,
-        spec.idempotency_key,
-        now,
-        now,
-        spec.queue,
-        spec.job_type,
-        spec.payload,
-    )
+    params = insert_values(spec, default_max_retries, now)
     try:
         with conn.transaction():  # a savepoint: a taken id undoes this insert only
             job = JOBS.first(conn, SQL["insert_job"], params)
@@ -595,50 +518,17 @@ def _submit(
     now: int,
     admission: Admission,
 ) -> list[SubmitResult]:
-    waiting: int | None = None
-    of_type: dict[str, int] = {}
-    results: list[SubmitResult] = []
-    rejected = 0
-    for spec in specs:
-        if spec.idempotency_key is not None:
-            known = JOBS.first(conn, SQL["job_by_idempotency_key"], (spec.idempotency_key,))
-            if known is not None:  # a replay is answered even when the queue is full
-                results.append(SubmitResult(Submitted.EXISTING, known))
-                continue
-        refusal = ""
-        limit = admission.max_depth
-        if limit is not None:
-            if waiting is None:
-                waiting = _one(conn, SQL["waiting_depth"])
-            if waiting >= limit:
-                refusal = f"the queue is full: {waiting:,} jobs wait to run (limit {limit:,})"
-        kind = spec.job_type
-        type_limit = None if kind is None else admission.type_limits.get(kind)
-        if not refusal and kind is not None and type_limit is not None:
-            if kind not in of_type:
-                of_type[kind] = _one(conn, SQL["waiting_of_type"], (kind,))
-            if of_type[kind] >= type_limit:
-                refusal = (
-                    f"jobs of type '{kind}' are full: {of_type[kind]:,} wait to run "
-                    f"(limit {type_limit:,})"
-                )
-        if refusal:
-            rejected += 1
-            results.append(SubmitResult(Submitted.REJECTED, None, refusal))
-            continue
-        try:
-            created = _insert_one(conn, spec, default_max_retries, now)
-        except DuplicateJobError as error:
-            results.append(SubmitResult(Submitted.DUPLICATE_ID, None, str(error)))
-            continue
-        if not created.created:
-            results.append(SubmitResult(Submitted.EXISTING, created.job))
-            continue
-        if waiting is not None:
-            waiting += 1
-        if kind is not None and kind in of_type:
-            of_type[kind] += 1
-        results.append(SubmitResult(Submitted.CREATED, created.job))
+    room = Room(
+        admission,
+        waiting=lambda: _one(conn, SQL["waiting_depth"]),
+        waiting_of_type=lambda kind: _one(conn, SQL["waiting_of_type"], (kind,)),
+    )
+    results, rejected = submit_each(
+        specs,
+        room,
+        known=lambda key: JOBS.first(conn, SQL["job_by_idempotency_key"], (key,)),
+        insert=lambda spec: _insert_one(conn, spec, default_max_retries, now),
+    )
     if rejected:
         conn.execute(SQL["add_to_counter"], ("admission_rejected", rejected))
     return results

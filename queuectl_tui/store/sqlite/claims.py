@@ -6,23 +6,14 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from ...lifecycle import FAILED_OUTCOMES, RetryPolicy, after_attempt
+from ...lifecycle import RetryPolicy, after_attempt
 from ...models import Job, JobState, Outcome
 from ..base import Exchange, Settlement, SettleResult
 from ..rows import JOBS
+from ..settling import WorkerTouch, tally
 from . import ready
 from .statements import SQL, chunks, with_list
-
-
-@dataclass(slots=True)
-class _WorkerTouch:
-    """How one exchange changes one worker's row."""
-
-    job: Job | None = None
-    done: int = 0
-    failed: int = 0
 
 
 def exchange(
@@ -36,17 +27,8 @@ def exchange(
 ) -> Exchange:
     """Record each settlement, then claim a job for each claimant while there are any (from
     `queues` only, if given)."""
-    settled: list[SettleResult] = []
-    touched: dict[str, _WorkerTouch] = {}
-    for settlement in settlements:
-        result = _settle_one(conn, settlement, policy)
-        settled.append(result)
-        if result.state is not None:
-            touch = touched.setdefault(settlement.job.worker_id or "", _WorkerTouch())
-            if settlement.outcome is Outcome.COMPLETED:
-                touch.done += 1
-            elif settlement.outcome in FAILED_OUTCOMES and result.state is not JobState.CANCELLED:
-                touch.failed += 1  # a run that failed once cancelled was asked for is neither
+    settled = [_settle_one(conn, settlement, policy) for settlement in settlements]
+    touched = tally(settlements, settled)
     claimed: dict[str, Job] = {}
     workers = _active_workers(conn, claimants)
     open_queues = claimable_queues(conn, queues) if workers else {}
@@ -55,7 +37,7 @@ def exchange(
         if job is None:
             break
         claimed[worker_id] = job
-        touched.setdefault(worker_id, _WorkerTouch()).job = job
+        touched.setdefault(worker_id, WorkerTouch()).job = job
     conn.executemany(
         SQL["touch_worker"],
         [

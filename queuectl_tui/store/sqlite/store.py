@@ -5,7 +5,6 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 from ...files import DEFAULT_FILE_MODE
 from ...lifecycle import RetryPolicy
@@ -38,15 +37,14 @@ from ..base import (
     Store,
     SubmitResult,
 )
-from ..figures import RATE_SLOT_MS, per_minute, summary
+from ..figures import RATE_SLOT_MS, attempt_figures, per_minute
+from ..listing import list_jobs_statement
 from ..rows import ATTEMPTS, AUDIT, JOBS, WORKERS
 from . import bulk, claims, control, metrics, ready, submit
 from .changes import SQLiteChangeFeed
 from .connection import Database
 from .statements import CHUNK, SQL, chunks, with_list
 
-# Outcomes that count as failed attempts (cancelled and interrupted runs did not fail).
-FAILED_OUTCOMES = frozenset({"failed", "timeout", "lost"})
 # A queue's latency figures come from its attempts among this many latest of every queue.
 QUEUE_TIMINGS_LOOK_BACK = 100_000
 
@@ -137,29 +135,7 @@ class SQLiteStore(Store):
         search: str | None = None,
         queue: str | None = None,
     ) -> list[Job]:
-        where: list[str] = []
-        params: list[Any] = []
-        if state is not None:
-            where.append(SQL["list_jobs_in_state"])
-            params.append(state.value)
-        if queue is not None:
-            where.append(SQL["list_jobs_in_queue"])
-            params.append(queue)
-        if after_seq is not None:
-            where.append(SQL["list_jobs_before" if newest_first else "list_jobs_after"])
-            params.append(after_seq)
-        if search:
-            pattern = "%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-            pattern += "%"
-            where.append(SQL["list_jobs_matching"])
-            params.extend((pattern, pattern))
-        # Put together from the fixed parts of list_jobs (see queries.sql): one statement per
-        # combination of filters, each a range its index serves.
-        sql = SQL["list_jobs"]
-        if where:
-            sql += "\nWHERE " + "\nAND ".join(where)
-        sql += "\n" + SQL["list_jobs_newest_first" if newest_first else "list_jobs_oldest_first"]
-        params.append(max(0, limit))
+        sql, params = list_jobs_statement(SQL, state, limit, after_seq, newest_first, search, queue)
         return self._db.read_as(JOBS, sql, params)
 
     def counts(self, queue: str | None = None) -> dict[JobState, int]:
@@ -185,18 +161,8 @@ class SQLiteStore(Store):
             rows = self._db.read(
                 SQL["queue_latest_timings"], (queue, QUEUE_TIMINGS_LOOK_BACK, sample)
             )
-        for ok, count in last_minute:
-            if ok:
-                result.completed_last_minute = count
-            else:
-                result.failed_last_minute = count
         totals = self._db.read(SQL["attempt_totals"], (queue,))
-        result.attempts_total = sum(n for _, n, _ in totals)
-        result.attempts_failed = sum(n for outcome, n, _ in totals if outcome in FAILED_OUTCOMES)
-        result.retries = sum(retries for _, _, retries in totals)
-        result.sample_size = len(rows)
-        result.wait_ms = summary([max(0, wait) for wait, _ in rows])
-        result.run_ms = summary([run for _, run in rows])
+        attempt_figures(result, last_minute, totals, rows)
         return result
 
     def throughput(

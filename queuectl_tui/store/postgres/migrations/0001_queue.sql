@@ -13,7 +13,7 @@ CREATE TABLE jobs (
     id                  text    NOT NULL UNIQUE,
     command             text    NOT NULL,
     queue               text    NOT NULL DEFAULT 'default',
-    state               text    NOT NULL CHECK (state IN
+    state               text    NOT NULL DEFAULT 'pending' CHECK (state IN
                             ('pending','processing','completed','failed','dead','cancelled')),
     priority            bigint  NOT NULL DEFAULT 0,
     run_at              bigint  NOT NULL,

@@ -1,0 +1,35 @@
+"""What one settle-and-claim exchange changes in each worker's row, for every backend."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..lifecycle import FAILED_OUTCOMES
+from ..models import Job, JobState, Outcome
+from .base import Settlement, SettleResult
+
+
+@dataclass(slots=True)
+class WorkerTouch:
+    """How one exchange changes one worker's row."""
+
+    job: Job | None = None  # the job it claimed (busy), or None (idle)
+    done: int = 0
+    failed: int = 0
+
+
+def tally(
+    settlements: Sequence[Settlement], results: Sequence[SettleResult]
+) -> dict[str, WorkerTouch]:
+    """Each settling worker's completed and failed runs; a fenced-out result counts nothing."""
+    touched: dict[str, WorkerTouch] = {}
+    for settlement, result in zip(settlements, results, strict=True):
+        if result.state is None:
+            continue
+        touch = touched.setdefault(settlement.job.worker_id or "", WorkerTouch())
+        if settlement.outcome is Outcome.COMPLETED:
+            touch.done += 1
+        elif settlement.outcome in FAILED_OUTCOMES and result.state is not JobState.CANCELLED:
+            touch.failed += 1  # a run that failed once cancelled was asked for is neither
+    return touched
