@@ -66,6 +66,7 @@ class PostgresStore(Store):
         self.location = location
         self._target = parse(location)
         self._wait = DEFAULT_WAIT if lock_wait is None else max(0.1, lock_wait)
+        self._fold_soon = False  # a count added up many deltas: fold them after answering
         self._db: Database | None = borrow(self._target)
         try:
             self._db.ensure_schema(self._wait)
@@ -145,7 +146,9 @@ class PostgresStore(Store):
 
     def counts(self, queue: str | None = None) -> dict[JobState, int]:
         with self.db.connection(self._wait) as conn:
-            return self._counts(conn, queue)
+            counts = self._counts(conn, queue)
+        self._fold_if_due()
+        return counts
 
     def _counts(self, conn: Conn, queue: str | None) -> dict[JobState, int]:
         found: Counter[JobState] = Counter()
@@ -154,10 +157,10 @@ class PostgresStore(Store):
             found[JobState(state)] += n
             deltas += delta_rows
         if deltas > FOLD_AFTER:
+            # Many enqueues and no pool folding them (it folds as it heartbeats): this
+            # reader does, once it has answered.
             self._fold_soon = True
         return {state: found.get(state, 0) for state in STATES}
-
-    _fold_soon = False
 
     def queue_counts(self, queue: str | None = None) -> QueueCounts:
         with self.db.connection(self._wait) as conn:

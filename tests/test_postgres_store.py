@@ -1,0 +1,137 @@
+"""What only the PostgreSQL store does: its schema, its clock, LISTEN/NOTIFY, SKIP LOCKED
+claims beside a transaction that holds a job, and counters folded from their deltas."""
+
+from __future__ import annotations
+
+import select
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from store_helpers import NOW, claim, register
+
+from queuectl_tui.models import JobState
+from queuectl_tui.store import ForeignDatabaseError, Store, StoreError, open_store
+from queuectl_tui.store.postgres.url import parse
+
+from helpers import (
+    POSTGRES_URL,
+    REQUIRE_POSTGRES,
+    drop_test_schemas,
+    postgres_available,
+    postgres_location,
+    spec,
+)
+
+_missing = postgres_available()
+pytestmark = pytest.mark.skipif(
+    _missing is not None and not REQUIRE_POSTGRES, reason=_missing or ""
+)
+
+psycopg = pytest.importorskip("psycopg")
+
+
+@pytest.fixture
+def location(tmp_path: Path) -> Iterator[str]:
+    yield postgres_location(tmp_path)
+    drop_test_schemas()
+
+
+@pytest.fixture
+def pg(location: str) -> Iterator[Store]:
+    with open_store(location) as store:
+        yield store
+
+
+def _raw(location: str):  # a connection of the test's own, in the queue's schema
+    target = parse(location)
+    return psycopg.connect(target.conninfo, options=f"-c search_path={target.schema}")
+
+
+def test_a_schema_holding_other_tables_is_refused_untouched(tmp_path: Path) -> None:
+    location = postgres_location(tmp_path, "foreign")
+    schema = parse(location).schema
+    try:
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+            conn.execute(f"CREATE SCHEMA {schema}")
+            conn.execute(f"CREATE TABLE {schema}.customers (id int)")
+        with pytest.raises(ForeignDatabaseError, match="tables of another application"):
+            open_store(location)
+        with psycopg.connect(POSTGRES_URL) as conn:
+            tables = conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,)
+            ).fetchall()
+        assert tables == [("customers",)]
+    finally:
+        drop_test_schemas()
+
+
+def test_a_queue_of_a_newer_schema_is_refused(location: str, pg: Store) -> None:
+    with _raw(location) as conn:
+        conn.execute("INSERT INTO queuectl_migrations (version, name) VALUES (99, 'future')")
+    pg.close()
+    from queuectl_tui.store.postgres import database
+
+    database._shared.clear()  # a new process would read the version afresh
+    with pytest.raises(StoreError, match="made by a newer queuectl"):
+        open_store(location)
+
+
+def test_the_clock_is_the_database_s(pg: Store) -> None:
+    with _raw(pg.location) as conn:
+        before = conn.execute(
+            "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+        ).fetchone()[0]
+        ours = pg.now()
+        after = conn.execute(
+            "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+        ).fetchone()[0]
+    assert before - 50 <= ours <= after + 50
+
+
+def test_an_enqueue_by_another_store_wakes_the_feed(location: str, pg: Store) -> None:
+    feed = pg.change_feed()
+    try:
+        assert feed.mode == "listen"
+        feed.drain()  # the first drain looks anyway
+        with open_store(location) as other:
+            other.enqueue(spec(id="wake"), 3, NOW)
+        fd = feed.fileno()
+        assert fd is not None
+        ready, _, _ = select.select([fd], [], [], 10)
+        assert ready
+        assert feed.drain()
+        assert not feed.drain()  # heard once; the backstop is a second away
+        assert feed.wait_at_most() <= 1.0
+    finally:
+        feed.close()
+
+
+def test_a_claim_skips_a_job_another_transaction_holds(location: str, pg: Store) -> None:
+    pg.enqueue(spec(id="held", priority=9), 3, NOW)
+    pg.enqueue(spec(id="free"), 3, NOW)
+    register(pg, "w1")
+    with _raw(location) as conn:
+        conn.execute("SELECT 1 FROM jobs WHERE id = 'held' FOR UPDATE")
+        started = time.monotonic()
+        job = claim(pg, "w1")
+        waited = time.monotonic() - started
+        conn.rollback()
+    assert job is not None and job.id == "free"
+    assert waited < 10  # it did not wait for the lock (a generous bound: never near it)
+    assert pg.get("held").state is JobState.PENDING
+
+
+def test_counts_fold_their_deltas_and_stay_right(location: str, pg: Store) -> None:
+    for n in range(600):  # one delta row per enqueue, beyond what a count folds at
+        pg.enqueue(spec(id=f"j{n}"), 3, NOW)
+    assert pg.counts()[JobState.PENDING] == 600
+    with _raw(location) as conn:
+        deltas = conn.execute("SELECT count(*) FROM job_count_deltas").fetchone()[0]
+        folded = conn.execute(
+            "SELECT n FROM job_counts WHERE queue = 'default' AND state = 'pending'"
+        ).fetchone()
+    assert deltas == 0 and folded == (600,)
+    assert pg.counts()[JobState.PENDING] == 600
+    assert pg.queue_counts().by_state[JobState.PENDING] == 600
