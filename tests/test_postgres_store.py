@@ -4,14 +4,14 @@ claims beside a transaction that holds a job, and counters folded from their del
 from __future__ import annotations
 
 import select
-import time
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from store_helpers import NOW, claim, register
 
-from queuectl_tui.models import JobState
+from queuectl_tui.models import Job, JobState
 from queuectl_tui.store import ForeignDatabaseError, Store, StoreError, open_store
 from queuectl_tui.store.postgres.url import parse
 
@@ -112,14 +112,19 @@ def test_a_claim_skips_a_job_another_transaction_holds(location: str, pg: Store)
     pg.enqueue(spec(id="held", priority=9), 3, NOW)
     pg.enqueue(spec(id="free"), 3, NOW)
     register(pg, "w1")
+    taken: list[object] = []
     with _raw(location) as conn:
         conn.execute("SELECT 1 FROM jobs WHERE id = 'held' FOR UPDATE")
-        started = time.monotonic()
-        job = claim(pg, "w1")
-        waited = time.monotonic() - started
+        # Without SKIP LOCKED the claim would wait for this transaction, which ends only
+        # after it: a thread, so that such a wait fails the test instead of hanging it.
+        claimer = threading.Thread(target=lambda: taken.append(claim(pg, "w1")), daemon=True)
+        claimer.start()
+        claimer.join(timeout=60)
         conn.rollback()
-    assert job is not None and job.id == "free"
-    assert waited < 10  # it did not wait for the lock (a generous bound: never near it)
+    claimer.join(timeout=60)
+    assert len(taken) == 1, "the claim waited for the job another transaction holds"
+    job = taken[0]
+    assert isinstance(job, Job) and job.id == "free"
     assert pg.get("held").state is JobState.PENDING
 
 
