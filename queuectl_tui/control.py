@@ -21,7 +21,7 @@ from .models import (
 )
 from .models import local_operator as local_operator  # each face's operator, from here too
 from .store import Store
-from .timeutil import now_ms, to_iso
+from .timeutil import to_iso
 
 R = TypeVar("R")
 
@@ -87,7 +87,7 @@ def _in_batches(
             results.append(call(wanted[start : start + ACTION_BATCH], None))
     finally:
         if results:
-            store.record_action(action, sum(map(touched, results)), now_ms())
+            store.record_action(action, sum(map(touched, results)), store.now())
     return results
 
 
@@ -97,7 +97,7 @@ def cancel_jobs(
     """Waiting jobs end cancelled at once; running ones are stopped by their pools and end
     cancelled (within a second); finished ones are left as they are. `subject` words what
     the operator gave (a filter) for the audit trail; by default, the ids."""
-    now = now_ms()
+    now = store.now()
     results = _in_batches(
         store,
         ids,
@@ -115,7 +115,7 @@ def retry_jobs(
 ) -> Report:
     """Dead and cancelled jobs back to pending with a fresh retry budget; failed ones that
     wait out a backoff ready now, their attempts kept."""
-    now = now_ms()
+    now = store.now()
     results = _in_batches(
         store,
         ids,
@@ -137,7 +137,7 @@ class RetryOutcome:
 def retry_dead(store: Store, job_ids: Sequence[str] | None, who: Operator) -> RetryOutcome:
     """Return dead jobs to pending with a fresh retry budget (all of them for None)."""
     subject = "every dead job" if job_ids is None else describe_ids(job_ids)
-    retried = store.retry_dead(job_ids, now_ms(), who.action("retry", subject))
+    retried = store.retry_dead(job_ids, store.now(), who.action("retry", subject))
     if job_ids is None:
         return RetryOutcome(retried, [], [])
     report = _report(store, job_ids, retried)
@@ -153,7 +153,7 @@ def delete_jobs(
 ) -> Report:
     """Remove jobs with their attempts and output; a running job is refused (cancel it
     first). With `state` (a delete by filter), only jobs still in that state go."""
-    now = now_ms()
+    now = store.now()
     results = _in_batches(
         store,
         ids,
@@ -208,31 +208,31 @@ def prune(
     announced then agree), in small transactions. With `dry_run`, count them only."""
     check_prunable(states)
     if before is None:
-        before = now_ms() - older_than_ms
+        before = store.now() - older_than_ms
     if dry_run:
         return sum(store.count_prunable(state, before) for state in states)
     removed = sum(store.prune_all(state, before, PRUNE_BATCH) for state in states)
     if who is not None:
         names = ",".join(state.value for state in states)
         subject = f"state={names} finished before {to_iso(before)}"
-        store.record_action(who.action("prune", subject), removed, now_ms())
+        store.record_action(who.action("prune", subject), removed, store.now())
     return removed
 
 
 def stop_requested(store: Store, pools: int, workers: int, who: Operator) -> None:
     """Record a stop of every running pool (the request itself is the service's)."""
     action = who.action("stop", f"{pools} pool(s) with {workers} worker(s)")
-    store.record_action(action, workers, now_ms())
+    store.record_action(action, workers, store.now())
 
 
 def queue_overview(store: Store) -> list[QueueInfo]:
-    return store.queues(now_ms())
+    return store.queues(store.now())
 
 
 def set_paused(store: Store, name: str, paused: bool, who: Operator) -> None:
     name = queue_name(name, "queue", "a queue")
     action = who.action("pause" if paused else "resume", name)
-    store.set_queue_paused(name, paused, now_ms(), action)
+    store.set_queue_paused(name, paused, store.now(), action)
 
 
 def set_limit(store: Store, name: str, limit: int | None, who: Operator) -> None:
@@ -241,7 +241,7 @@ def set_limit(store: Store, name: str, limit: int | None, who: Operator) -> None
     if limit is not None and not 1 <= limit <= MAX_QUEUE_LIMIT:
         raise InvalidInput(f"a queue's limit must be 1 to {MAX_QUEUE_LIMIT:,}, or none")
     subject = f"{name} max_running={'none' if limit is None else limit}"
-    store.set_queue_limit(name, limit, now_ms(), who.action("limit", subject))
+    store.set_queue_limit(name, limit, store.now(), who.action("limit", subject))
 
 
 def audit_trail(store: Store, limit: int = 50, before_id: int | None = None) -> list[AuditEntry]:

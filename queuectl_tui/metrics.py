@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 from .models import ACTIVE_WORKER_STATUSES, JobState, Outcome
 from .store import Histogram, MetricsSnapshot, Store
-from .timeutil import now_ms
 
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
@@ -23,7 +22,7 @@ FAILED_OUTCOMES = (Outcome.FAILED, Outcome.TIMEOUT, Outcome.LOST)
 
 
 def read(store: Store) -> MetricsSnapshot:
-    return store.metrics(now_ms())
+    return store.metrics(store.now())
 
 
 def prometheus_text(snapshot: MetricsSnapshot) -> bytes:

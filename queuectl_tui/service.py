@@ -33,7 +33,6 @@ from .store import (
     SubmitResult,
     open_store,
 )
-from .timeutil import now_ms
 
 
 class InputError(InvalidInput):
@@ -171,7 +170,7 @@ def _validate(number: int, obj: object, job_types: Mapping[str, JobType] | None)
 
 
 def enqueue(store: Store, settings: Settings, spec: JobSpec) -> EnqueueResult:
-    return store.enqueue(spec, settings.max_retries, now_ms())
+    return store.enqueue(spec, settings.max_retries, store.now())
 
 
 def admission(settings: Settings) -> Admission:
@@ -187,7 +186,7 @@ def admission(settings: Settings) -> Admission:
 
 def submit(store: Store, settings: Settings, specs: Sequence[JobSpec]) -> list[SubmitResult]:
     """Independent submissions in one durable transaction, each with its own outcome."""
-    return store.submit(specs, settings.max_retries, now_ms(), admission(settings))
+    return store.submit(specs, settings.max_retries, store.now(), admission(settings))
 
 
 def enqueue_lines(store: Store, settings: Settings, lines: Iterable[str]) -> BulkEnqueueResult:
@@ -196,12 +195,12 @@ def enqueue_lines(store: Store, settings: Settings, lines: Iterable[str]) -> Bul
     Validation happens before the transaction opens, so the write lock (which every worker's
     heartbeat needs too) is held only for the inserts themselves."""
     batches = list(parse_job_batches(lines, job_types=settings.job_types))
-    return store.enqueue_batches(batches, settings.max_retries, now_ms())
+    return store.enqueue_batches(batches, settings.max_retries, store.now())
 
 
 def enqueue_specs(store: Store, settings: Settings, specs: Sequence[JobSpec]) -> BulkEnqueueResult:
     """Store validated jobs in one transaction: all or nothing."""
-    return store.enqueue_batches([specs], settings.max_retries, now_ms())
+    return store.enqueue_batches([specs], settings.max_retries, store.now())
 
 
 def get_job(store: Store, job_id: str) -> Job:
@@ -276,12 +275,13 @@ def dead_jobs(store: Store, limit: int, after_seq: int | None = None) -> list[Jo
 
 def queue_stats(store: Store, queue: str | None = None) -> QueueStats:
     """Counts, throughput, attempt totals and latencies, of every queue or of one."""
-    return store.stats(now_ms(), queue=queue)
+    return store.stats(store.now(), queue=queue)
 
 
 def shown_status(worker: Worker, stale_after_s: float, now: int) -> WorkerStatus:
     """The status every face shows: HUNG for an active worker of a live pool on this host
-    that has been silent past the stale timeout."""
+    that has been silent past the stale timeout. `now` is the store's clock (Store.now), the
+    one heartbeats are stamped with."""
     from .engine.pool import worker_shown_status  # /proc knowledge, loaded only when needed
 
     return worker_shown_status(worker, stale_after_s, now)
@@ -289,39 +289,38 @@ def shown_status(worker: Worker, stale_after_s: float, now: int) -> WorkerStatus
 
 def shown_workers(store: Store, stale_after_s: float, active_only: bool = False) -> list[Worker]:
     """Every worker (or the active ones) with the status to show (see `shown_status`)."""
-    now = now_ms()
+    now = store.now()
     return [
         replace(worker, status=shown_status(worker, stale_after_s, now))
         for worker in store.list_workers(active_only=active_only)
     ]
 
 
-def _live(workers: list[Worker], stale_after_s: float) -> list[Worker]:
+def _live(workers: list[Worker], stale_after_s: float, now: int) -> list[Worker]:
     """The workers that belong to a live pool: on this host its process exists (and is not a
     newer one that reused the pid); elsewhere its heartbeat is fresh. A pool that was killed
     leaves its workers marked active until another pool recovers them."""
     from .engine.pool import worker_is_running
 
-    now = now_ms()
     return [w for w in workers if worker_is_running(w, stale_after_s, now)]
 
 
 def running_workers(store: Store, stale_after_s: float) -> list[Worker]:
     """The active workers of live pools (see `_live`)."""
-    return _live(store.list_workers(active_only=True), stale_after_s)
+    return _live(store.list_workers(active_only=True), stale_after_s, store.now())
 
 
 def stop_pools(store: Store, stale_after_s: float) -> list[Worker]:
     """Ask every running pool to stop gracefully; returns the live workers that will obey: the
     ones active when the request was recorded (a pool still loading obeys it too, once it has
     registered)."""
-    return _live(request_stop(store), stale_after_s)
+    return _live(request_stop(store), stale_after_s, store.now())
 
 
 def request_stop(store: Store) -> list[Worker]:
     """Ask every running pool on this database to stop gracefully; returns the workers that
     were active when the request was recorded."""
-    return store.request_stop(now_ms())
+    return store.request_stop(store.now())
 
 
 __all__ = [

@@ -1,4 +1,5 @@
-"""Bulk input: JSON Lines parsed and validated in batches, errors named by line."""
+"""Bulk input: JSON Lines parsed and validated in batches, errors named by line; the store's
+clock, which the service stamps and judges by."""
 
 from __future__ import annotations
 
@@ -6,7 +7,12 @@ import json
 
 import pytest
 
+from queuectl_tui import service
+from queuectl_tui.config import Settings
+from queuectl_tui.models import JobSpec, Worker, WorkerStatus
 from queuectl_tui.service import InputError, parse_job_batches
+from queuectl_tui.store import Store
+from queuectl_tui.timeutil import now_ms
 
 
 def lines(*jobs: dict[str, object]) -> list[str]:
@@ -54,3 +60,19 @@ def test_white_space_around_a_line_s_value_is_accepted_and_two_values_are_not() 
         list(parse_job_batches([bare[0], bare[1] + "," + bare[1]]))
     with pytest.raises(InputError, match=r"^line 1: invalid JSON"):
         list(parse_job_batches([bare[0] + " " + bare[1]]))
+
+
+def test_jobs_are_stamped_and_workers_judged_by_the_store_s_clock(store: Store) -> None:
+    # A store shared by several hosts answers with its database's clock: here ten minutes
+    # ahead of this host's.
+    store.now = lambda: now_ms() + 600_000  # type: ignore[method-assign]
+    before = store.now()
+    job = service.enqueue(store, Settings(), JobSpec("j", "true")).job
+    assert before <= job.created_at <= store.now()
+    assert job.run_at == job.created_at
+    # A pool elsewhere whose last heartbeat is a minute old by the store's clock is gone,
+    # although by this host's clock that heartbeat is still to come.
+    beat = store.now() - 60_000
+    far = Worker("far:1:1", "far:1", 1, "far-away", WorkerStatus.IDLE, beat, beat, None, None, 0, 0)
+    store.register_workers([far])
+    assert service.running_workers(store, stale_after_s=15.0) == []

@@ -26,13 +26,13 @@ def enqueue_jobs(path: Path, jobs: int, prefix: str = "j") -> None:
                     for n in range(start, start + count)
                 ],
                 0,
-                now_ms(),
+                store.now(),
             )
 
 
 def complete_all(path: Path) -> None:
     """Give every job one completed attempt, finished over the last hour."""
-    begin = now_ms() - 3_600_000
+    begin = now_ms() - 3_600_000  # a SQLite file, whose store's clock is this host's
     with sqlite3.connect(path) as conn:
         jobs = conn.execute("SELECT count(*) FROM jobs").fetchone()[0]
         spacing = 3_600_000 // max(jobs, 1)

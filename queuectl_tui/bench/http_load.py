@@ -120,7 +120,7 @@ def _store_insert_rate(folder: Path, jobs: int) -> float:
     with open_store(folder / "raw.db") as store:
         started = time.perf_counter()
         for index in range(jobs):
-            store.enqueue(JobSpec(f"raw-{now_ms()}-{index}", "true"), 3, now_ms())
+            store.enqueue(JobSpec(f"raw-{now_ms()}-{index}", "true"), 3, store.now())
         return jobs / (time.perf_counter() - started)
 
 

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from ..models import Job, JobSpec, JobState
 from ..store import Store, open_store
-from ..timeutil import now_ms
 from . import history
 from .pool_process import PoolProcess, cpu_seconds
 
@@ -119,7 +118,7 @@ def throughput(
     with PoolProcess(database, workers, folder / f"{name}.log"), open_store(database) as store:
         time.sleep(0.5)  # let the pool settle into idle
         for round_number in range(rounds):
-            enqueued_at = now_ms()
+            enqueued_at = store.now()
             prefix = f"{name}-{round_number}-"
             store.enqueue_many(
                 [JobSpec(f"{prefix}{n}", command, 0, None, 0) for n in range(jobs)],
@@ -174,7 +173,7 @@ def pickup(
             # From the call, not its return: the pool may claim the job while the enqueue
             # still waits for the disk (the WAL is synced after the write turn is passed on).
             called[job_id] = time.time()
-            store.enqueue(JobSpec(job_id, "true"), 0, now_ms())
+            store.enqueue(JobSpec(job_id, "true"), 0, store.now())
             time.sleep(interval)
         wait_for_completion(store, jobs, timeout=60)
         # Everything the pool spent while jobs trickled in, idle time between them included.
@@ -224,7 +223,7 @@ def at_scale(folder: Path, jobs: int) -> list[Measure]:
         )
     history.complete_all(database)
     with open_store(database) as store:
-        stats_ms = _median_ms(lambda: store.stats(now_ms()), 15)
+        stats_ms = _median_ms(lambda: store.stats(store.now()), 15)
     return [
         Measure(f"status counts, {jobs:,} jobs", status_ms, "ms", target="<= 5 ms"),
         Measure(f"one page of 50 jobs, {jobs:,} jobs", page_ms, "ms"),
@@ -256,7 +255,7 @@ def _percentile(sorted_values: list[float], fraction: float) -> float:
 
 def _bulk_loaded_rate(store: Store, prefix: str, jobs: int, done_before: int) -> float:
     """Jobs/s of `jobs` trivial jobs enqueued at once, from the commit to the last finish."""
-    enqueued_at = now_ms()
+    enqueued_at = store.now()
     store.enqueue_many(
         [JobSpec(f"{prefix}{n}", "true", 0, None, 0) for n in range(jobs)], 0, enqueued_at
     )

@@ -142,6 +142,7 @@ def list_jobs(
         page = service.list_jobs(
             store, job_state, limit=row_limit(limit), newest_first=newest, queue=name
         )
+        now = store.now()
     jobs, total = page.jobs, page.total
     if as_json:
         print_json([job.to_dict() for job in jobs])
@@ -152,7 +153,7 @@ def list_jobs(
     if not jobs:
         out.print("No jobs" + (f" in state {job_state.value}." if job_state else "."))
         return
-    out.print(render.jobs_table(jobs))
+    out.print(render.jobs_table(jobs, now))
     if len(jobs) < total:
         sys.stderr.write(f"Showing {len(jobs)} of {total} jobs; use --limit to see more.\n")
 

@@ -6,7 +6,6 @@ import typer
 
 from .. import control
 from ..models import queue_limit_text
-from ..timeutil import now_ms
 from .context import EXIT_USAGE, fail, guarded, open_store, print_json, queue_option
 
 app = typer.Typer(
@@ -30,7 +29,7 @@ def list_queues(
     """
     with open_store(ctx) as store:
         queues = control.queue_overview(store)
-    now = now_ms()
+        now = store.now()
     if as_json:
         print_json([queue.to_dict(now) for queue in queues])
         return

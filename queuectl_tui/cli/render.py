@@ -18,7 +18,7 @@ from ..display import last_line, printable
 from ..models import Attempt, AuditEntry, Job, JobState, QueueCounts, QueueInfo, Worker
 from ..presentation import STATE_STYLES
 from ..store import QueueStats
-from ..timeutil import human_age, now_ms, to_iso_seconds
+from ..timeutil import human_age, to_iso_seconds
 
 # Used when stdout is not a terminal and COLUMNS names no usable width.
 PIPE_WIDTH = 200
@@ -229,10 +229,9 @@ def _share(spare: int, wants: Sequence[int]) -> list[int]:
     return [max(1, g) for g in given]
 
 
-def jobs_table(jobs: Sequence[Job]) -> FittedTable:
+def jobs_table(jobs: Sequence[Job], now: int) -> FittedTable:
     """Jobs with id, state, priority and tries in full; NEXT RUN, EXIT and UPDATED when
-    there is room; the command gets the rest."""
-    now = now_ms()
+    there is room; the command gets the rest. `now`: the store's clock."""
     columns = [
         Column("ID", Role.ID),
         Column("STATE"),
@@ -374,8 +373,8 @@ def stats_tables(stats: QueueStats) -> list[Table]:
     return [counts_table(stats.counts), summary, latency]
 
 
-def workers_table(workers: Sequence[Worker], stale_after_s: float) -> FittedTable:
-    now = now_ms()
+def workers_table(workers: Sequence[Worker], stale_after_s: float, now: int) -> FittedTable:
+    """`now`: the store's clock, which heartbeats are stamped with."""
     columns = [
         Column("ID", Role.ID),
         Column("PID", Role.OPTIONAL, justify="right", rank=1),

@@ -7,7 +7,6 @@ import time
 import typer
 
 from .. import control, service
-from ..timeutil import now_ms
 
 # `render` (and rich with it) is imported by the commands that draw: enqueue and the
 # pool start without it.
@@ -118,7 +117,7 @@ def workers(
     settings = state(ctx).settings
     with open_store(ctx) as store:
         rows = service.shown_workers(store, settings.stale_worker_timeout, active_only=active)
-    now = now_ms()
+        now = store.now()
     if as_json:
         print_json(
             [
@@ -134,7 +133,7 @@ def workers(
     if not rows:
         out.print("No workers." + ("" if active else " Start some with: queuectl worker start"))
         return
-    out.print(render.workers_table(rows, settings.stale_worker_timeout))
+    out.print(render.workers_table(rows, settings.stale_worker_timeout, now))
 
 
 def register(app: typer.Typer) -> None:

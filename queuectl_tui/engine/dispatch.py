@@ -121,6 +121,8 @@ class Dispatcher(threading.Thread):
         # dispatcher that hangs looks stale. The loop wakes at least every `_turn_at_least`.
         self.last_turn = time.monotonic()
         self._turn_at_least = min(IDLE_RECHECK, ctx.settings.heartbeat_interval)
+        # What results are stamped with: the clock of the dispatcher's store, once it is open.
+        self._now: Callable[[], int] = now_ms
 
     # -- read by the pool from its own thread (snapshots; the GIL keeps each read whole) -----
     @property
@@ -150,6 +152,7 @@ class Dispatcher(threading.Thread):
                 "open the database", self.ctx.open_store, self.ctx.draining.is_set
             )
             if store is not None:
+                self._now = store.now
                 supervisor = Supervisor()
                 supervisor.watch(self.ctx.doorbell.fileno())
                 self._loop(store, supervisor)
@@ -241,7 +244,7 @@ class Dispatcher(threading.Thread):
         """The slot's job is over, run or not: its result waits for the next exchange."""
         job = slot.job
         assert job is not None
-        settlement = Settlement(job, outcome, exit_code, output, error, now_ms())
+        settlement = Settlement(job, outcome, exit_code, output, error, self._now())
         slot.run = slot.job = None
         self._unrecorded.append((slot, settlement))
 
@@ -253,7 +256,7 @@ class Dispatcher(threading.Thread):
             [settlement for _, settlement in self._unrecorded],
             [slot.worker_id for slot in claimants],
             self.ctx.pid,
-            now_ms(),
+            store.now(),
             settings.retry_policy,
             self.ctx.queues,
         )
@@ -414,7 +417,7 @@ class Dispatcher(threading.Thread):
         )
 
     def _mark_stopped(self, store: Store) -> None:
-        now = now_ms()
+        now = store.now()
         for worker_id in self.worker_ids:
             try:
                 store.set_worker_status(worker_id, WorkerStatus.STOPPED, None, now)

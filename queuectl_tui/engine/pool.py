@@ -101,8 +101,15 @@ def worker_is_running(worker: Worker, stale_after_s: float, now: int) -> bool:
     if worker.status not in ACTIVE_WORKER_STATUSES:
         return False
     if worker.host == socket.gethostname():
-        return pid_alive(worker.pid) and not started_after(worker.pid, worker.started_at)
+        return pid_alive(worker.pid) and not pid_reused(worker, now)
     return not worker.is_stale(now, stale_after_s)
+
+
+def pid_reused(worker: Worker, now: int) -> bool:
+    """Whether the process now holding the worker's pid is newer than the worker. /proc tells
+    start times by this host's clock, the row by the store's (`now` is read from it): they
+    are compared by the row's age, which both clocks agree on."""
+    return started_after(worker.pid, now_ms() - (now - worker.started_at))
 
 
 def started_after(pid: int, moment_ms: int) -> bool:
@@ -140,7 +147,7 @@ def worker_shown_status(worker: Worker, stale_after_s: float, now: int) -> Worke
     been silent for longer than the stale timeout (frozen, or its dispatcher hangs)."""
     if not worker.is_stale(now, stale_after_s) or worker.host != socket.gethostname():
         return worker.status
-    if pid_alive(worker.pid) and not started_after(worker.pid, worker.started_at):
+    if pid_alive(worker.pid) and not pid_reused(worker, now):
         return WorkerStatus.HUNG
     return worker.status
 
@@ -159,10 +166,11 @@ class Pool:
         self.host = socket.gethostname()
         self.pid = os.getpid()
         self.pool_id = f"{self.host}:{self.pid}"
-        self.started_at = 0
+        self.started_at = 0  # this host's clock: for the uptime in the closing line
         # A stop request counts if it came after our registration (the store says which) or
         # after `launched_at`: for `worker start`, when its process started, so that a
-        # `worker stop` run while the pool was still loading stops it too.
+        # `worker stop` run while the pool was still loading stops it too. This host's clock
+        # until _run moves it onto the store's.
         self.launched_at = launched_at or now_ms()
         self._stop_baseline: int | None = None
         self._beating_since: int | None = None  # our heartbeats have succeeded steadily since
@@ -222,6 +230,7 @@ class Pool:
     def _run(self, store: Store) -> int:
         settings = self.settings
         self.started_at = now_ms()
+        self.launched_at += store.now() - now_ms()  # stop requests carry the store's clock
         doorbell = Doorbell()
         path = settings.database
         queues = self.options.queues
@@ -239,7 +248,7 @@ class Pool:
         self._reap(store, startup=True)
         self._apply_queue_limits(store)
         with contextlib.suppress(StoreError):
-            store.prune_workers(self.started_at - PRUNE_AFTER_MS)
+            store.prune_workers(store.now() - PRUNE_AFTER_MS)
         dispatcher = self._start_dispatcher(store)
         watcher.start()
         retention = Retention(lambda: open_store(path), settings)
@@ -318,7 +327,7 @@ class Pool:
     # -- workers -----------------------------------------------------------------------------
     def _start_dispatcher(self, store: Store) -> Dispatcher:
         assert self.ctx is not None
-        now = now_ms()
+        now = store.now()
         rows = []
         for _ in range(self.options.count):
             rows.append(
@@ -390,8 +399,8 @@ class Pool:
                 )
             self._beating_since = self._last_beat = None
             return
-        started = now_ms()
         try:
+            started = store.now()
             store.heartbeat(ids, started)
             mine = set(ids)
             lost = [
@@ -399,15 +408,16 @@ class Pool:
                 for w in store.list_workers(active_only=False)
                 if w.id in mine and w.status is WorkerStatus.LOST
             ]
+            ended = store.now()
         except StoreError as error:
             events.event("heartbeat failed", level=logging.WARNING, error=str(error))
             self._beating_since = self._last_beat = None
             return
-        self._beat_recorded(started, now_ms())
+        self._beat_recorded(started, ended)
         if lost:
             # Another pool missed our heartbeats (a stalled host, a long lock) and took our
             # jobs back; carry on under the same ids, marked alive again.
-            now = now_ms()
+            now = store.now()
             status = self.dispatcher.current_jobs() if self.dispatcher is not None else {}
             for worker in lost:
                 events.event(
@@ -451,9 +461,9 @@ class Pool:
     def _reap(self, store: Store, startup: bool = False) -> None:
         """Mark lost the workers that are gone (same-host dead PIDs at once, any host after
         stale_worker_timeout without a heartbeat) and recover their jobs."""
-        now = now_ms()
         mine = set(self.dispatcher.worker_ids if self.dispatcher is not None else [])
         try:
+            now = store.now()
             active = store.list_workers(active_only=True)
         except StoreError as error:
             events.event("reaper failed", level=logging.WARNING, error=str(error))
@@ -468,7 +478,7 @@ class Pool:
                 # a long write (a huge bulk enqueue holds the lock) is not lost, unless it has
                 # been silent for so long that it must be frozen or hung.
                 if worker.pid != self.pid and pid_alive(worker.pid):
-                    if started_after(worker.pid, worker.started_at):
+                    if pid_reused(worker, now):
                         reason = f"process {worker.pid} is a new process (the pid was reused)"
                     elif self._is_hung(worker, now):
                         silent = human_seconds((now - worker.last_heartbeat) / 1000)
@@ -513,7 +523,7 @@ class Pool:
     def _recover(self, store: Store, dead: list[str]) -> None:
         settings = self.settings
         try:
-            jobs = store.recover_orphans(dead, settings.retry_policy, now_ms())
+            jobs = store.recover_orphans(dead, settings.retry_policy, store.now())
         except StoreError as error:
             events.event("recovery failed, will retry", level=logging.WARNING, error=str(error))
             return
@@ -593,7 +603,7 @@ class Pool:
         wanted = parse_queue_limits(self.settings.queue_limits)
         if not wanted:
             return
-        now = now_ms()
+        now = store.now()
         who = local_operator("config")
         held = {queue.name: queue.max_running for queue in store.queues(now)}
         for name, limit in wanted.items():
@@ -609,7 +619,7 @@ class Pool:
         jobs = self.dispatcher.current_jobs() if self.dispatcher is not None else {}
         busy = [(worker_id, job_id) for worker_id, job_id in jobs.items() if job_id]
         # The workers are marked first, so whoever reads the log line finds them stopping.
-        now = now_ms()
+        now = store.now()
         for worker_id, job_id in busy:
             with contextlib.suppress(StoreError):
                 store.set_worker_status(worker_id, WorkerStatus.STOPPING, job_id, now)
@@ -628,7 +638,7 @@ class Pool:
         events.event("pool cancelling running jobs", reason=reason, running_jobs=len(running))
 
     def _mark_all_stopped(self, store: Store) -> None:
-        now = now_ms()
+        now = store.now()
         for worker_id in self.dispatcher.worker_ids if self.dispatcher is not None else []:
             with contextlib.suppress(StoreError):
                 store.set_worker_status(worker_id, WorkerStatus.STOPPED, None, now)

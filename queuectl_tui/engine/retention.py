@@ -16,7 +16,6 @@ from typing import Any
 from ..config import Settings
 from ..models import JobState
 from ..store import Store, StoreError
-from ..timeutil import now_ms
 from . import events
 
 RETENTION_INTERVAL = 60.0  # seconds between rounds
@@ -70,7 +69,7 @@ class Retention(threading.Thread):
     def _round(self, store: Store) -> None:
         removed: dict[str, Any] = {}
         for state, days in self._kept.items():
-            before = now_ms() - int(days * DAY_MS)
+            before = store.now() - int(days * DAY_MS)
             try:
                 count = store.prune_all(state, before, BATCH, lambda: self._halt.wait(PAUSE))
             except StoreError as error:

@@ -25,7 +25,6 @@ import time
 from collections.abc import Callable, Sequence
 
 from ..store import ChangeFeed, Store, StoreError
-from ..timeutil import now_ms
 from . import events
 
 SAFETY_POLL = 0.5  # a dormant watcher looks at the feed this often anyway
@@ -145,7 +144,7 @@ class ChangeWatcher(threading.Thread):
                 if feed_fd is not None:
                     fds.append(feed_fd)
             if self._next_due is not None:
-                wait = min(wait, max(0.0, (self._next_due - now_ms()) / 1000))
+                wait = min(wait, max(0.0, (self._next_due - store.now()) / 1000))
             ready, _, _ = select.select(fds, [], [], wait)
             if self._notify_r in ready:
                 with contextlib.suppress(BlockingIOError):
@@ -154,7 +153,7 @@ class ChangeWatcher(threading.Thread):
                 self._due_dirty = True
                 if self._work_is_due(store):
                     self._doorbell.ring()
-            if self._next_due is not None and now_ms() >= self._next_due:
+            if self._next_due is not None and store.now() >= self._next_due:
                 self._next_due = None
                 self._due_dirty = True
                 self._doorbell.ring()
@@ -168,7 +167,7 @@ class ChangeWatcher(threading.Thread):
                 self._due_dirty = False
                 last_due_read = time.monotonic()
                 try:
-                    self._next_due = store.next_run_at(now_ms())
+                    self._next_due = store.next_run_at(store.now())
                 except StoreError as error:
                     self._due_dirty = True
                     events.event("wake watcher retrying", level=30, error=str(error))
@@ -176,6 +175,6 @@ class ChangeWatcher(threading.Thread):
     def _work_is_due(self, store: Store) -> bool:
         """Whether the change gave an idle worker something to do; when in doubt, yes."""
         try:
-            return store.has_due_work(now_ms(), self._queues)
+            return store.has_due_work(store.now(), self._queues)
         except StoreError:
             return True

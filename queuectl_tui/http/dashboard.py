@@ -18,7 +18,6 @@ from .. import service
 from ..errors import NotFound
 from ..models import JobState
 from ..store import Store
-from ..timeutil import now_ms
 from .context import context
 from .errors import HttpError
 from .jobs import attempt_view, job_view, page_view
@@ -83,7 +82,7 @@ def _read(store: Store, view: View, stale_after_s: float, with_output: bool) -> 
     jobs = service.list_jobs(store, view.state, JOBS_PAGE + 1, view.cursor, newest_first=True)
     dead = service.list_jobs(store, JobState.DEAD, DEAD_PAGE + 1, newest_first=True)
     workers = service.shown_workers(store, stale_after_s)
-    now = now_ms()
+    now = store.now()
     job = None
     if view.job is not None:
         try:

@@ -10,9 +10,8 @@ from starlette.routing import Route
 
 from .. import control, service
 from ..errors import Damaged, Unavailable
-from ..models import Worker
-from ..store import StoreError
-from ..timeutil import now_ms
+from ..models import QueueInfo, Worker
+from ..store import Store, StoreError
 from .context import context
 from .requests import queue_param
 
@@ -30,8 +29,10 @@ async def stats(request: Request) -> Response:
 
 
 async def queues(request: Request) -> Response:
-    found = await context(request).stores.run(control.queue_overview)
-    now = now_ms()
+    def read(store: Store) -> tuple[list[QueueInfo], int]:
+        return control.queue_overview(store), store.now()  # for the ages
+
+    found, now = await context(request).stores.run(read)
     return JSONResponse({"queues": [queue.to_dict(now) for queue in found]})
 
 
@@ -39,8 +40,12 @@ async def workers(request: Request) -> Response:
     ctx = context(request)
     stale = ctx.settings.stale_worker_timeout
     active_only = request.query_params.get("active") in ("1", "true")
-    found = await ctx.stores.run(lambda store: service.shown_workers(store, stale, active_only))
-    return JSONResponse(workers_view(found, stale, now_ms()))
+
+    def read(store: Store) -> tuple[list[Worker], int]:
+        return service.shown_workers(store, stale, active_only), store.now()  # for the ages
+
+    found, now = await ctx.stores.run(read)
+    return JSONResponse(workers_view(found, stale, now))
 
 
 def workers_view(found: list[Worker], stale_after_s: float, now: int) -> dict[str, Any]:

@@ -36,7 +36,6 @@ from ..display import printable
 from ..listen import ChangeListener
 from ..models import Job, JobState, QueueInfo
 from ..store import Store, StoreCorrupt, StoreError
-from ..timeutil import now_ms
 from . import actions
 from .data import Pane, Snapshot, ViewRequest, read_snapshot
 from .job_control import JobControl
@@ -91,7 +90,7 @@ class QueueConsole(QueueOperations, JobControl, App[None]):
         refresh: float = 1.0,
         readonly: bool = False,
         config_path: str | None = None,
-        clock: Clock = now_ms,
+        clock: Clock | None = None,
         page_size: int = PAGE_SIZE,
     ) -> None:
         super().__init__()
@@ -99,11 +98,12 @@ class QueueConsole(QueueOperations, JobControl, App[None]):
         self.refresh_seconds = refresh
         self.readonly = readonly
         self.config_path = config_path
-        self.clock = clock
         self.page_size = page_size
         self.operator = control.local_operator("console")  # for the audit trail
         self.reader: Store = service.open_queue(settings)
         self.writer: Store = service.open_queue(settings)
+        # The store's clock, which heartbeats, run_at and finish times are on; tests fix it.
+        self.clock: Clock = clock or self.reader.now
         self.pane = Pane.JOBS
         self.state: JobState | None = None
         self.search = ""

@@ -264,7 +264,7 @@ class JobControl:
                 self.push_screen(dialog, answered)
                 self.count_prunable(dialog, choice)
 
-        self.push_screen(PruneScreen(), chosen)
+        self.push_screen(PruneScreen(self.clock), chosen)
 
     @work(thread=True, group="read-once")
     def count_prunable(self: QueueConsole, dialog: ConfirmScreen, choice: PruneChoice) -> None:

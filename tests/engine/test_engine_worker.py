@@ -17,7 +17,7 @@ from engine_helpers import InProcessPool, process_alive, wait_until
 from queuectl_tui.engine import dispatch, events
 from queuectl_tui.lifecycle import RetryPolicy
 from queuectl_tui.models import JobSpec, JobState, Outcome, WorkerStatus
-from queuectl_tui.store import SQLiteStore, StoreBusyError, open_store
+from queuectl_tui.store import SQLiteStore, Store, StoreBusyError, open_store
 from queuectl_tui.timeutil import now_ms
 
 
@@ -255,3 +255,38 @@ def test_jobs_one_at_a_time_are_spread_over_the_workers(database: str) -> None:
     assert pool.stop() == 0
     with open_store(database) as store:
         assert sorted(w.jobs_done for w in store.list_workers()) == [2, 2, 2]
+
+
+def test_a_pool_claims_registers_and_beats_by_its_store_s_clock(
+    database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ahead_ms = 600_000  # the database's clock, ten minutes ahead of this host's
+
+    def open_ahead(*args: Any, **kwargs: Any) -> Store:
+        store = open_store(*args, **kwargs)
+        store.now = lambda: now_ms() + ahead_ms  # type: ignore[method-assign]
+        return store
+
+    monkeypatch.setattr("queuectl_tui.engine.pool.open_store", open_ahead)  # all it opens
+    started = now_ms()
+    enqueue(database, "due", "true", run_at=started + 300_000)  # due by the store's clock only
+    pool = InProcessPool(database, count=1)
+    try:
+        wait_until(lambda: get(database, "due").state is JobState.COMPLETED, what="the job")
+        done = now_ms()
+
+        def beaten() -> bool:  # an idle pool's heartbeat, after the job
+            with open_store(database) as store:
+                [worker] = store.list_workers()
+            return worker.last_heartbeat > done + ahead_ms
+
+        wait_until(beaten, what="a heartbeat")
+    finally:
+        stopped = pool.stop()
+    assert stopped == 0
+    with open_store(database) as store:
+        [worker] = store.list_workers()
+        [attempt] = store.attempts("due")
+    assert worker.status is WorkerStatus.STOPPED
+    assert started + ahead_ms <= worker.started_at < worker.last_heartbeat
+    assert attempt.started_at >= worker.started_at and attempt.finished_at >= attempt.started_at

@@ -5,6 +5,7 @@ with that count before anything is removed."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rich.text import Text
@@ -14,7 +15,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Static
 
 from ...models import FINISHED_STATES, JobState
-from ...timeutil import now_ms, parse_duration
+from ...timeutil import parse_duration
 from .forms import Field, FormScreen
 
 
@@ -39,6 +40,10 @@ class PruneScreen(FormScreen[PruneChoice]):
         Binding("escape", "cancel", "Cancel"),
         Binding("ctrl+s", "submit", "Count"),
     ]
+
+    def __init__(self, clock: Callable[[], int]) -> None:
+        super().__init__()
+        self.clock = clock  # the console's (the store's): finish times are on it
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="form"):
@@ -74,4 +79,4 @@ class PruneScreen(FormScreen[PruneChoice]):
             age_field.set_error(str(error))
             ok = False
         if ok:
-            self.dismiss(PruneChoice(states, age_field.value.strip(), age, now_ms() - age))
+            self.dismiss(PruneChoice(states, age_field.value.strip(), age, self.clock() - age))
