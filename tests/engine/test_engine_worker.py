@@ -137,8 +137,12 @@ def test_a_worker_declared_lost_while_alive_registers_again(database: str) -> No
         lambda: pool.events("worker declared lost by another pool, re-registering"),
         what="the pool to notice",
     )
-    with open_store(database) as store:
-        assert store.list_workers()[0].status is WorkerStatus.IDLE
+
+    def registered_again() -> bool:  # the event is logged just before the write
+        with open_store(database) as store:
+            return store.list_workers()[0].status is WorkerStatus.IDLE
+
+    wait_until(registered_again, what="the worker to be registered again")
     enqueue(database, "still-working", "true")
     wait_until(lambda: get(database, "still-working").state is JobState.COMPLETED, what="job")
     assert pool.stop() == 0
