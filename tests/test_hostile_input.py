@@ -358,10 +358,10 @@ def test_fuzz_enqueue_file(lines: list[str], from_stdin: bool) -> None:
         # JSON Lines: lines end at "\n" only (a generated line may hold one, or end in "\r").
         read = [line.removesuffix("\r") for line in "\n".join(lines).split("\n")]
         decoded = [_decoded(line) for line in read if line.strip()]
-        ids = [job.get("id") for job in decoded if isinstance(job, dict)]
-        if any(job is None for job in decoded) or len({i for i in ids if i is not None}) < len(
-            [i for i in ids if i is not None]
-        ):
+        # Ids as JSON text: a generated id may be a list or an object, which sets cannot hold.
+        ids = [json.dumps(job["id"]) for job in decoded if isinstance(job, dict) and "id" in job]
+        ids = [i for i in ids if i != "null"]
+        if any(job is None for job in decoded) or len(set(ids)) < len(ids):
             decoded = []  # not JSON, or an id repeated: must be refused
             if result.returncode == 0:
                 pytest.fail(f"accepted: {lines!r}")
