@@ -31,33 +31,56 @@ def insert_batches(
     default_max_retries: int,
     now: int,
 ) -> BulkEnqueueResult:
+    """Insert every batch, inside the caller's transaction. Each is copied on a helper thread
+    while the next is produced (read and validated) here: the server's work on one batch and
+    ours on the next overlap, as psycopg releases the GIL while it waits on the server."""
+    from concurrent.futures import Future, ThreadPoolExecutor  # here: not on every start
+
     created = offered = 0
-    staging = False
-    try:
-        for batch in batches:
-            offered += len(batch)
-            if not batch:
-                continue
-            if any(spec.idempotency_key is not None for spec in batch):
-                if not staging:
-                    conn.execute(
-                        f"CREATE TEMPORARY TABLE IF NOT EXISTS {_STAGING} "
-                        "(LIKE jobs INCLUDING DEFAULTS INCLUDING IDENTITY) ON COMMIT DELETE ROWS"
-                    )
-                    staging = True
-                conn.execute(f"TRUNCATE {_STAGING}")
-                _copy(conn, _STAGING, batch, default_max_retries, now)
-                cursor = conn.execute(
-                    f"INSERT INTO jobs ({_COLUMNS}) SELECT {_COLUMNS} FROM {_STAGING} "
-                    "ORDER BY seq "
-                    "ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING"
-                )
-                created += cursor.rowcount
-            else:
-                created += _copy(conn, "jobs", batch, default_max_retries, now)
-    except pg_errors.UniqueViolation as error:
-        raise DuplicateJobError(_repeated_id(error)) from None
+    staged = [False]  # whether the staging table exists in this transaction
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="queuectl-copy") as pool:
+        running: Future[int] | None = None
+        try:
+            for batch in batches:
+                offered += len(batch)
+                if not batch:
+                    continue
+                if running is not None:
+                    created += running.result()
+                running = pool.submit(_insert, conn, batch, default_max_retries, now, staged)
+            if running is not None:
+                created, running = created + running.result(), None
+        except pg_errors.UniqueViolation as error:
+            raise DuplicateJobError(_repeated_id(error)) from None
+        finally:
+            if running is not None:  # the input failed: let the copy end first
+                running.exception()
     return BulkEnqueueResult(created=created, existing=offered - created)
+
+
+def _insert(
+    conn: psycopg.Connection[Any],
+    batch: Sequence[JobSpec],
+    default_max_retries: int,
+    now: int,
+    staged: list[bool],
+) -> int:
+    """One batch: copied into jobs, or through the staging table when it carries keys."""
+    if not any(spec.idempotency_key is not None for spec in batch):
+        return _copy(conn, "jobs", batch, default_max_retries, now)
+    if not staged[0]:
+        conn.execute(
+            f"CREATE TEMPORARY TABLE IF NOT EXISTS {_STAGING} "
+            "(LIKE jobs INCLUDING DEFAULTS INCLUDING IDENTITY) ON COMMIT DELETE ROWS"
+        )
+        staged[0] = True
+    conn.execute(f"TRUNCATE {_STAGING}")
+    _copy(conn, _STAGING, batch, default_max_retries, now)
+    cursor = conn.execute(
+        f"INSERT INTO jobs ({_COLUMNS}) SELECT {_COLUMNS} FROM {_STAGING} ORDER BY seq "
+        "ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING"
+    )
+    return cursor.rowcount
 
 
 def _copy(

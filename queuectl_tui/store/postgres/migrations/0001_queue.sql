@@ -1,5 +1,7 @@
 -- Migration 1: the queue as SQLite's migrations 1 to 5 left it, in PostgreSQL's terms.
 -- Times are ms since the epoch (bigint), read from the database's clock by every host.
+-- Names and keys compare byte by byte (COLLATE "C"): they are identifiers, not prose, and
+-- their indexes build and search several times faster than under a locale's rules.
 --
 -- Counters (jobs per queue and state, attempt totals, rates, histograms, event counts) are
 -- kept by statement triggers that only ever INSERT into a *_deltas table: concurrent pools
@@ -10,10 +12,10 @@
 
 CREATE TABLE jobs (
     seq                 bigint  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    id                  text    NOT NULL UNIQUE,
+    id                  text    COLLATE "C" NOT NULL UNIQUE,
     command             text    NOT NULL,
-    queue               text    NOT NULL DEFAULT 'default',
-    state               text    NOT NULL DEFAULT 'pending' CHECK (state IN
+    queue               text    COLLATE "C" NOT NULL DEFAULT 'default',
+    state               text    COLLATE "C" NOT NULL DEFAULT 'pending' CHECK (state IN
                             ('pending','processing','completed','failed','dead','cancelled')),
     priority            bigint  NOT NULL DEFAULT 0,
     run_at              bigint  NOT NULL,
@@ -21,7 +23,7 @@ CREATE TABLE jobs (
     timeout             double precision,
     attempts            bigint  NOT NULL DEFAULT 0,
     runs                bigint  NOT NULL DEFAULT 0,
-    idempotency_key     text,
+    idempotency_key     text    COLLATE "C",
     created_at          bigint  NOT NULL,
     updated_at          bigint  NOT NULL,
     claimed_at          bigint,
@@ -31,7 +33,7 @@ CREATE TABLE jobs (
     exit_code           bigint,
     last_error          text,
     cancel_requested_at bigint,
-    job_type            text,
+    job_type            text    COLLATE "C",
     payload             text,  -- JSON; given to the command, never to the shell
     CHECK ((state = 'processing') = (worker_id IS NOT NULL))
 );
