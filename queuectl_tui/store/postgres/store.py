@@ -368,7 +368,7 @@ class PostgresStore(Store):
             return claims.has_due_work(conn, queues, now)
 
     def next_run_at(self, after: int) -> int | None:
-        found = self._read(SQL["next_run_at"], (after,))[0][0]
+        found = self._read(SQL["next_run_at"], {"after": after})[0][0]
         return None if found is None else int(found)
 
     def recover_orphans(

@@ -45,6 +45,9 @@ CREATE INDEX jobs_ready ON jobs (priority DESC, run_at, seq) WHERE state IN ('pe
 -- The same within one queue, for pools that serve named queues and for `queue list`.
 CREATE INDEX jobs_queue_ready ON jobs (queue, priority DESC, run_at, seq)
     WHERE state IN ('pending', 'failed');
+-- Waiting jobs by queue and run_at: a queue's longest-waiting due job, and the next run_at
+-- after a moment (a retry's backoff ending, a job scheduled later), each a seek per queue.
+CREATE INDEX jobs_waiting ON jobs (queue, run_at) WHERE state IN ('pending', 'failed');
 -- Keyset pages per state.
 CREATE INDEX jobs_state_seq ON jobs (state, seq);
 -- Jobs in flight: per owner for recovery, per queue for queue limits.

@@ -285,7 +285,16 @@ SELECT EXISTS (
 SELECT queue, count(*) FROM jobs WHERE state = 'processing' AND queue = ANY(%s) GROUP BY queue
 
 -- name: next_run_at
-SELECT min(run_at) FROM jobs WHERE state IN ('pending', 'failed') AND run_at > %s
+-- The earliest run_at after %(after)s of any waiting job: a seek in jobs_waiting per queue
+-- that has jobs waiting (the counters name them).
+SELECT min((SELECT min(run_at) FROM jobs j
+             WHERE j.queue = w.queue AND j.state IN ('pending', 'failed')
+               AND j.run_at > %(after)s))
+  FROM (SELECT queue FROM (SELECT queue, state, n FROM job_counts
+                           UNION ALL
+                           SELECT queue, state, n FROM job_count_deltas) c
+         WHERE state IN ('pending', 'failed')
+         GROUP BY queue HAVING sum(n) > 0) w
 
 -- name: active_workers_among
 SELECT id FROM workers WHERE status IN ('idle', 'busy', 'stopping') AND id = ANY(%s)
