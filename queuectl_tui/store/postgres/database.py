@@ -33,6 +33,7 @@ DEFAULT_WAIT = 30.0  # seconds a call waits for a connection, unless its store s
 CONNECT_TIMEOUT = 10  # seconds to reach the server before a store gives up
 POOL_SIZE = 8  # connections at most, shared by the stores of one process
 CLOCK_RESYNC = 10.0  # seconds between two readings of the database's clock
+CLOCK_WAIT = 2.0  # seconds a new reading may wait for a connection when there is an old one
 # Conflicts PostgreSQL resolves by aborting one transaction: it is run again, this often.
 RETRIES = 5
 _RETRIED = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
@@ -64,6 +65,7 @@ class Database:
         self._schema_checked = False  # once per process and queue
         self._clock_lock = threading.Lock()
         self._anchor: tuple[int, float] | None = None  # (database ms, our monotonic s)
+        self._clock_reading = False  # a caller is reading the clock now
 
     # -- transactions ------------------------------------------------------------------------
     @contextmanager
@@ -126,21 +128,44 @@ class Database:
     def now(self) -> int:
         """The database's clock in ms, read every CLOCK_RESYNC seconds and carried forward by
         this host's monotonic clock meanwhile: every host reads one clock, whatever its own
-        says, at the cost of one query per CLOCK_RESYNC."""
+        says, at the cost of one query per CLOCK_RESYNC. One caller reads it again while the
+        others go on with the last reading, so a slow or unreachable server never holds up a
+        caller that has one."""
         with self._clock_lock:
             anchor = self._anchor
-            if anchor is None or time.monotonic() - anchor[1] > CLOCK_RESYNC:
-                try:
-                    anchor = self._anchor = self._read_clock()
-                except StoreError:
-                    if anchor is None:
-                        raise
-                    self._anchor = (anchor[0], anchor[1])  # carry on; try again next time
-            db_ms, at = anchor
+            due = anchor is None or time.monotonic() - anchor[1] > CLOCK_RESYNC
+            reread = due and not self._clock_reading
+            if reread:
+                self._clock_reading = True
+        if reread:
+            try:
+                fresh = self._read_clock(DEFAULT_WAIT if anchor is None else CLOCK_WAIT)
+            except StoreError:
+                if anchor is None:
+                    raise
+                fresh = None  # carry on with the last reading; try again next time
+            finally:
+                with self._clock_lock:
+                    self._clock_reading = False
+            if fresh is not None:
+                with self._clock_lock:
+                    self._anchor = anchor = fresh
+        if anchor is None:  # another caller is taking the first reading: use it
+            return self._first_reading()
+        db_ms, at = anchor
         return db_ms + round((time.monotonic() - at) * 1000)
 
-    def _read_clock(self) -> tuple[int, float]:
-        with self.connection() as conn:
+    def _first_reading(self) -> int:
+        deadline = time.monotonic() + DEFAULT_WAIT
+        while self._anchor is None and self._clock_reading and time.monotonic() < deadline:
+            time.sleep(0.001)
+        anchor = self._anchor
+        if anchor is None:
+            return self.now()  # the first reading failed: try it ourselves
+        return anchor[0] + round((time.monotonic() - anchor[1]) * 1000)
+
+    def _read_clock(self, wait: float) -> tuple[int, float]:
+        with self.connection(wait) as conn:
             before = time.monotonic()
             row = conn.execute(NOW_MS).fetchone()
             after = time.monotonic()
