@@ -491,6 +491,11 @@ class Pool:
                 else:
                     reason = f"process {worker.pid} is gone"
             elif worker.is_stale(now, self.settings.stale_worker_timeout):
+                # A pool of another host is judged by its heartbeats alone: only by a pool
+                # whose own went through steadily meanwhile, so that what held the database
+                # back (an outage, a lock) is not taken for the other host's death.
+                if not self._may_judge_others(now):
+                    continue
                 silent = human_seconds((now - worker.last_heartbeat) / 1000)
                 reason = f"no heartbeat for {silent}"
             else:

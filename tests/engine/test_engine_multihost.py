@@ -10,9 +10,9 @@ never meet another host's). The pool is the first process of its namespace: a SI
 every process of its host down with it, as a crash does. A frozen host has every process on
 it stopped, its runs included.
 
-The last two tests document bugs (xfail, strict): a host frozen inside a transaction holds
-up every other pool's recovery, and a pool that the database held back declares the others
-lost as soon as it gets through.
+The last two: a host frozen inside a transaction does not hold up the others' recovery for
+longer than the server lets an idle transaction live, and a pool that the database held back
+does not declare the others lost as soon as it gets through.
 
 PostgreSQL only: these tests skip without the server (or without namespaces), and fail
 instead when QUEUECTL_REQUIRE_POSTGRES is set (as in CI)."""
@@ -628,18 +628,7 @@ def test_a_host_cut_off_from_the_database_reconnects_and_loses_nothing(
     assert_healthy(cut_off)
 
 
-# -- what goes wrong -------------------------------------------------------------------------
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason=(
-        "bug: a host frozen inside a transaction holds its row locks for as long as it is "
-        "frozen (no idle_in_transaction_session_timeout or lock_timeout on the pool's "
-        "connections); another pool's recovery (mark_workers_lost) waits on those locks on "
-        "its main thread, so the frozen host's jobs are not recovered and the recovering "
-        "pool itself stops heartbeating, until the frozen host thaws"
-    ),
-)
+# -- what must not go wrong ----------------------------------------------------------------
 def test_a_host_frozen_inside_a_transaction_does_not_hold_up_recovery(cluster: Cluster) -> None:
     queue = cluster.queue
     queue.configure(**FAST_RECOVERY)
@@ -657,17 +646,6 @@ def test_a_host_frozen_inside_a_transaction_does_not_hold_up_recovery(cluster: C
     assert_healthy(rescuer)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason=(
-        "bug: Pool._reap judges the workers of other hosts by their heartbeat alone; unlike "
-        "same-host workers (_is_hung) it does not wait until its own heartbeats have gone "
-        "through steadily for a stale timeout (_may_judge_others), so a pool that the "
-        "database held back, as it held back the others, declares them lost the moment it "
-        "gets through, and their running jobs run again"
-    ),
-)
 def test_a_pool_held_back_by_the_database_does_not_declare_the_others_lost(
     cluster: Cluster,
 ) -> None:

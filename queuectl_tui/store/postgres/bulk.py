@@ -36,6 +36,8 @@ def insert_batches(
     ours on the next overlap, as psycopg releases the GIL while it waits on the server."""
     from concurrent.futures import Future, ThreadPoolExecutor  # here: not on every start
 
+    # The input may come slowly (a pipe): the transaction waits for it without a time limit.
+    conn.execute("SET LOCAL idle_in_transaction_session_timeout = 0")
     created = offered = 0
     staged = [False]  # whether the staging table exists in this transaction
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="queuectl-copy") as pool:

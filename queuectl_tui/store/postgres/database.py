@@ -34,9 +34,16 @@ CONNECT_TIMEOUT = 10  # seconds to reach the server before a store gives up
 POOL_SIZE = 8  # connections at most, shared by the stores of one process
 CLOCK_RESYNC = 10.0  # seconds between two readings of the database's clock
 CLOCK_WAIT = 2.0  # seconds a new reading may wait for a connection when there is an old one
+# A host frozen (SIGSTOP, a paused VM) inside one of its transactions holds that
+# transaction's row locks: the server ends such a session after this long, so that the other
+# hosts' recovery never waits on a frozen one for longer. Every transaction of the store runs
+# its statements back to back (bulk enqueue, which waits for its input, lifts it).
+IDLE_IN_TRANSACTION_MS = 5_000
+# And no statement waits for a lock longer than this: it fails, and its caller tries again.
+LOCK_TIMEOUT_MS = 10_000
 # Conflicts PostgreSQL resolves by aborting one transaction: it is run again, this often.
 RETRIES = 5
-_RETRIED = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
+_RETRIED = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure, pg_errors.LockNotAvailable)
 
 NOW_MS = "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 
@@ -51,7 +58,11 @@ class Database:
             min_size=1,
             max_size=POOL_SIZE,
             kwargs={
-                "options": f"-c search_path={target.schema}",
+                "options": (
+                    f"-c search_path={target.schema}"
+                    f" -c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}"
+                    f" -c lock_timeout={LOCK_TIMEOUT_MS}"
+                ),
                 "connect_timeout": CONNECT_TIMEOUT,
                 "application_name": "queuectl",
             },
