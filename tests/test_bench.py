@@ -4,10 +4,11 @@ its numbers: performance is reported, not asserted)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from helpers import RunCli
+from helpers import POSTGRES_URL, REQUIRE_POSTGRES, RunCli
 
 
 @pytest.mark.slow
@@ -72,3 +73,49 @@ def test_quick_mixed_bench_reports_the_producer_and_the_pool(run_cli: RunCli) ->
     assert during["baseline"] == pytest.approx(capacity) and capacity > 0
     assert during["ratio"] == pytest.approx(during["value"] / capacity)
     assert measures["mixed, flat out: give-ups"]["unit"] == "count"
+
+
+@pytest.mark.slow
+def test_quick_bench_on_postgres_reports_figures_and_drops_its_schemas(
+    run_cli: RunCli, postgres_missing: str | None
+) -> None:
+    if postgres_missing is not None:
+        if REQUIRE_POSTGRES:
+            pytest.fail(f"{postgres_missing} (QUEUECTL_REQUIRE_POSTGRES is set)")
+        pytest.skip(postgres_missing)
+    before = _bench_schemas()
+    result = run_cli(
+        *("bench", "--quick", "--json", "--only", "bulk", "--only", "cli"),
+        *("--db", POSTGRES_URL),
+        db=False,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["backend"] == "postgresql" and "PostgreSQL" in report["database"]
+    names = [measure["name"] for measure in report["results"]]
+    assert names == ["bulk enqueue", "queuectl status, cold process"]
+    assert all(measure["value"] > 0 for measure in report["results"])
+    # Only those of a bench run by someone else at the same time may be there.
+    assert _bench_schemas() <= before
+
+
+def test_bench_without_db_measures_sqlite(tmp_path: Path) -> None:
+    from queuectl_tui.bench.places import Places
+    from queuectl_tui.store import open_store
+
+    places = Places(tmp_path)
+    location = places.location("cli")
+    open_store(location).close()
+    assert places.backend == "sqlite" and location == str(tmp_path / "cli.db")
+    assert "SQLite" in places.describe()
+    places.close()
+    assert list(tmp_path.iterdir()) == []  # the file and the ones beside it
+
+
+def _bench_schemas() -> set[str]:
+    import psycopg
+
+    sql = "SELECT schema_name FROM information_schema.schemata WHERE schema_name LIKE %s"
+    with psycopg.connect(POSTGRES_URL) as conn:
+        rows = conn.execute(sql, ("bench\\_%",)).fetchall()
+    return {row[0] for row in rows}

@@ -16,11 +16,11 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from ..models import JobSpec
 from ..store import open_store
 from ..timeutil import now_ms
+from .places import Places
 from .scenarios import Measure, _queuectl
 
 _BODY = json.dumps({"type": "email", "payload": {"email": "user@example.com"}}).encode()
@@ -40,14 +40,14 @@ def _free_port() -> int:
 
 
 class _Server:
-    def __init__(self, folder: Path) -> None:
-        config = folder / "http-config.json"
+    def __init__(self, places: Places) -> None:
+        config = places.folder / "http-config.json"
         config.write_text(json.dumps({"job_types": {"email": {"command": "cat"}}}))
         self.port = _free_port()
         self.proc = subprocess.Popen(
             [
                 *(sys.executable, "-m", "queuectl_tui", "--config", str(config)),
-                *("--db", str(folder / "http.db"), "serve", "--addr", f"127.0.0.1:{self.port}"),
+                *("--db", places.location("http"), "serve", "--addr", f"127.0.0.1:{self.port}"),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -115,9 +115,9 @@ async def _load(port: int, clients: int, per_client: int) -> Load:
     )
 
 
-def _store_insert_rate(folder: Path, jobs: int) -> float:
+def _store_insert_rate(database: str, jobs: int) -> float:
     """Durable single-job inserts per second through the store, in this process."""
-    with open_store(folder / "raw.db") as store:
+    with open_store(database) as store:
         started = time.perf_counter()
         for index in range(jobs):
             store.enqueue(JobSpec(f"raw-{now_ms()}-{index}", "true"), 3, store.now())
@@ -128,10 +128,11 @@ def _spread(values: list[float]) -> str:
     return f"{min(values):,.0f}-{max(values):,.0f}"
 
 
-def http_submissions(folder: Path, per_client: int, rounds: int) -> list[Measure]:
+def http_submissions(places: Places, per_client: int, rounds: int) -> list[Measure]:
     """Rounds alternate the 1-client load, the 8-client load and the store's own insert, so
     that a noisy moment of the machine touches each; medians are reported, ranges beside."""
-    server = _Server(folder)
+    server = _Server(places)
+    raw_queue = places.location("raw")
     single: list[Load] = []
     eight: list[Load] = []
     raw: list[float] = []
@@ -139,12 +140,11 @@ def http_submissions(folder: Path, per_client: int, rounds: int) -> list[Measure
         for _ in range(rounds):
             single.append(asyncio.run(_load(server.port, 1, per_client)))
             eight.append(asyncio.run(_load(server.port, 8, per_client)))
-            raw.append(_store_insert_rate(folder, per_client))
+            raw.append(_store_insert_rate(raw_queue, per_client))
     finally:
         server.stop()
-    cli_ms = [
-        _queuectl(folder / "cli.db", "enqueue", '{"command":"true"}') * 1000 for _ in range(5)
-    ]
+    cli_queue = places.location("enqueue")
+    cli_ms = [_queuectl(cli_queue, "enqueue", '{"command":"true"}') * 1000 for _ in range(5)]
     measures = []
     for clients, loads in ((1, single), (8, eight)):
         rates = [load.rate for load in loads]

@@ -36,9 +36,10 @@ def _epoch(text: str) -> float:
 
 
 class PoolProcess:
-    """`queuectl worker start --count N --log-format json` on a database, with its log kept."""
+    """`queuectl worker start --count N --log-format json` on a queue (a path or a URL), with
+    its log kept."""
 
-    def __init__(self, database: Path, workers: int, log_path: Path) -> None:
+    def __init__(self, database: str, workers: int, log_path: Path) -> None:
         self.database = database
         self.workers = workers
         self.log_path = log_path

@@ -1,5 +1,5 @@
-"""The benchmark scenarios. Each runs on its own database in a temporary folder and returns
-plain numbers; the CLI renders them."""
+"""The benchmark scenarios. Each runs on a fresh queue of its own (see places.py), keeps its
+files in the run's temporary folder and returns plain numbers; the CLI renders them."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ..models import Job, JobSpec, JobState
 from ..store import Store, open_store
 from . import history
+from .places import Places
 from .pool_process import PoolProcess, cpu_seconds
 
 
@@ -48,9 +48,9 @@ class Measure:
         }
 
 
-def _queuectl(database: Path, *args: str, stdin: str | None = None) -> float:
+def _queuectl(database: str, *args: str, stdin: str | None = None) -> float:
     """Run the real CLI in a fresh process; returns its wall time in seconds."""
-    command = [sys.executable, "-m", "queuectl_tui", "--db", str(database), *args]
+    command = [sys.executable, "-m", "queuectl_tui", "--db", database, *args]
     started = time.perf_counter()
     subprocess.run(command, input=stdin, text=True, check=True, capture_output=True)
     return time.perf_counter() - started
@@ -65,13 +65,13 @@ def _median_ms(call: Callable[[], object], repeat: int) -> float:
     return statistics.median(samples)
 
 
-def bulk_enqueue(folder: Path, jobs: int) -> Measure:
+def bulk_enqueue(places: Places, jobs: int) -> Measure:
     """`queuectl enqueue --file` of `jobs` JSON lines, process start included."""
-    source = folder / "bulk.jsonl"
+    source = places.folder / "bulk.jsonl"
     with open(source, "w", encoding="utf-8") as out:
         for number in range(jobs):
             out.write(json.dumps({"id": f"bulk-{number}", "command": f"echo {number}"}) + "\n")
-    seconds = _queuectl(folder / "bulk.db", "enqueue", "--file", str(source))
+    seconds = _queuectl(places.location("bulk"), "enqueue", "--file", str(source))
     return Measure(
         "bulk enqueue",
         jobs / seconds,
@@ -104,7 +104,7 @@ def wait_for_completion(store: Store, jobs: int, timeout: float) -> None:
 
 
 def throughput(
-    folder: Path, name: str, command: str, jobs: int, workers: int, rounds: int = 1
+    places: Places, name: str, command: str, jobs: int, workers: int, rounds: int = 1
 ) -> Measure:
     """Jobs/s through an idle pool that receives `jobs` at once, against a bare thread pool
     spawning the same command. Bare runs and queue runs alternate (bare first and last), and
@@ -113,9 +113,10 @@ def throughput(
     Queue time runs from the enqueue commit to the last job's finish."""
     bare = [run_bare_pool(command, jobs, workers)]
     queue: list[float] = []
-    database = folder / f"{name}.db"
+    database = places.location(name)
     open_store(database).close()
-    with PoolProcess(database, workers, folder / f"{name}.log"), open_store(database) as store:
+    log = places.folder / f"{name}.log"
+    with PoolProcess(database, workers, log), open_store(database) as store:
         time.sleep(0.5)  # let the pool settle into idle
         for round_number in range(rounds):
             enqueued_at = store.now()
@@ -153,13 +154,13 @@ def throughput(
 
 
 def pickup(
-    folder: Path, jobs: int, rate: float, workers: int, idle_seconds: float
+    places: Places, jobs: int, rate: float, workers: int, idle_seconds: float
 ) -> list[Measure]:
     """Latency from the enqueue call to the claim for jobs arriving one by one from another
     process into an idle pool, and the CPU the idle pool uses."""
-    database = folder / "pickup.db"
+    database = places.location("pickup")
     open_store(database).close()
-    pool = PoolProcess(database, workers, folder / "pickup.log")
+    pool = PoolProcess(database, workers, places.folder / "pickup.log")
     with pool, open_store(database) as store:
         time.sleep(0.5)
         cpu_before, wall_before = cpu_seconds(pool.pid), time.monotonic()
@@ -210,10 +211,10 @@ def pickup(
     ]
 
 
-def at_scale(folder: Path, jobs: int) -> list[Measure]:
+def at_scale(places: Places, jobs: int) -> list[Measure]:
     """Constant-time counts and one keyset page on a database of `jobs` pending jobs, then
     `stats` once every one of them has completed."""
-    database = folder / "scale.db"
+    database = places.location("scale")
     history.enqueue_jobs(database, jobs, prefix="scale-")
     with open_store(database) as store:
         status_ms = _median_ms(store.queue_counts, 50)
@@ -231,9 +232,9 @@ def at_scale(folder: Path, jobs: int) -> list[Measure]:
     ]
 
 
-def cli_start(folder: Path, repeat: int = 7) -> Measure:
+def cli_start(places: Places, repeat: int = 7) -> Measure:
     """Wall time of `queuectl status` in a fresh process (median)."""
-    database = folder / "cli.db"
+    database = places.location("cli")
     open_store(database).close()
     samples = [_queuectl(database, "status") * 1000 for _ in range(repeat)]
     return Measure(
@@ -282,7 +283,7 @@ class ProducedPhase:
 
 
 def _produce(
-    folder: Path,
+    places: Places,
     pool: PoolProcess,
     store: Store,
     prefix: str,
@@ -291,13 +292,13 @@ def _produce(
     done_before: int,
 ) -> ProducedPhase:
     """Run the producer process (`rate` 0: flat out) and wait until its jobs are done."""
-    out = folder / f"{prefix}producer.json"
+    out = places.folder / f"{prefix}producer.json"
     give_ups_before = pool.count_events(GIVE_UP_EVENT)
     command = [
         sys.executable,
         "-m",
         "queuectl_tui.bench.producer",
-        str(pool.database),
+        pool.database,
         prefix,
         str(jobs),
         str(rate),
@@ -325,18 +326,18 @@ def _produce(
     )
 
 
-def mixed(folder: Path, jobs: int, workers: int, rounds: int = 1) -> list[Measure]:
+def mixed(places: Places, jobs: int, workers: int, rounds: int = 1) -> list[Measure]:
     """A producer in another process enqueueing one job per transaction (the Python API) into
     a running pool of trivial jobs: paced at 80 % of the pool's capacity, then flat out.
     Capacity is the pool's throughput on the same jobs bulk-loaded, measured in each round
     just before; figures are medians over the rounds."""
-    database = folder / "mixed.db"
+    database = places.location("mixed")
     open_store(database).close()
     capacity: list[float] = []
     paced: list[ProducedPhase] = []
     flat: list[ProducedPhase] = []
     with (
-        PoolProcess(database, workers, folder / "mixed.log") as pool,
+        PoolProcess(database, workers, places.folder / "mixed.log") as pool,
         open_store(database) as store,
     ):
         time.sleep(0.5)
@@ -346,10 +347,10 @@ def mixed(folder: Path, jobs: int, workers: int, rounds: int = 1) -> list[Measur
             done += jobs
             time.sleep(0.2)
             pace = 0.8 * capacity[-1]
-            paced.append(_produce(folder, pool, store, f"mixed-{number}-paced-", jobs, pace, done))
+            paced.append(_produce(places, pool, store, f"mixed-{number}-paced-", jobs, pace, done))
             done += jobs
             time.sleep(0.2)
-            flat.append(_produce(folder, pool, store, f"mixed-{number}-flat-", jobs, 0, done))
+            flat.append(_produce(places, pool, store, f"mixed-{number}-flat-", jobs, 0, done))
             done += jobs
             time.sleep(0.2)
     return _mixed_measures(jobs, capacity, paced, flat)
