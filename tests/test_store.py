@@ -9,7 +9,7 @@ from store_helpers import NOW, POLICY, claim, register, settle, settle_and_claim
 
 from queuectl_tui.lifecycle import RetryPolicy
 from queuectl_tui.models import JobState, Outcome, WorkerStatus
-from queuectl_tui.store import DuplicateJobError, Settlement, Store
+from queuectl_tui.store import Admission, DuplicateJobError, Settlement, Store, Submitted
 
 from helpers import spec
 
@@ -431,3 +431,34 @@ def test_a_stored_id_in_a_later_batch_is_the_one_named(store: Store) -> None:
         store.enqueue_batches(batches, 3, NOW)
     assert raised.value.job_id == "x"
     assert [job.id for job in store.list_jobs()] == ["x"]
+
+
+def test_submissions_in_one_transaction_each_get_their_own_outcome(store: Store) -> None:
+    store.enqueue(spec(id="taken"), 3, NOW)
+    store.enqueue(spec(id="keyed", idempotency_key="k1"), 3, NOW)
+    results = store.submit(
+        [
+            spec(id="new"),
+            spec(id="replay", idempotency_key="k1"),
+            spec(id="taken"),
+            spec(id="twice", idempotency_key="k2"),
+            spec(id="again", idempotency_key="k2"),
+            spec(id="full"),
+        ],
+        3,
+        NOW,
+        Admission(max_depth=4),
+    )
+    assert [r.status for r in results] == [
+        Submitted.CREATED,
+        Submitted.EXISTING,
+        Submitted.DUPLICATE_ID,
+        Submitted.CREATED,
+        Submitted.EXISTING,
+        Submitted.REJECTED,
+    ]
+    assert results[1].job is not None and results[1].job.id == "keyed"
+    assert results[4].job is not None and results[4].job.id == "twice"
+    assert "already exists" in results[2].reason and "full" in results[5].reason
+    assert store.counts()[JobState.PENDING] == 4
+    assert store.get("full") is None and store.get("again") is None

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 D = TypeVar("D", bound="DataclassInstance")
 Row = Sequence[Any]
 Params = Sequence[Any] | Mapping[str, Any]  # positional, or by name (psycopg)
-Description = Sequence[Sequence[Any]]  # a cursor's: the name of each column first
+Description = Sequence[Any]  # a cursor's: the name of each column first in each entry
 
 _NAME = itemgetter(0)
 

@@ -70,29 +70,76 @@ def exchange(
     policy: RetryPolicy,
     queues: Sequence[str] | None = None,
 ) -> Exchange:
-    settled = settle(conn, settlements, policy)
-    touched = tally(settlements, settled)
-    claimed: dict[str, Job] = {}
+    """Settle and claim in one transaction: the runs that did not complete first, by the
+    lifecycle's rules; then the completed ones, the claims and the workers' rows in one
+    statement (see `exchange` in queries.sql)."""
+    completed = [s for s in settlements if s.outcome is Outcome.COMPLETED]
+    others = [s for s in settlements if s.outcome is not Outcome.COMPLETED]
+    results: dict[int, SettleResult] = {}
+    touched: dict[str, WorkerTouch] = {}
+    if others:
+        settled_others = settle(conn, others, policy)
+        touched = tally(others, settled_others)
+        results = {id(s): r for s, r in zip(others, settled_others, strict=True)}
+    cursor = conn.execute(
+        SQL["exchange"],
+        {
+            "seqs": [s.job.seq for s in completed],
+            "owners": [s.job.worker_id for s in completed],
+            "runs": [s.job.runs for s in completed],
+            "finished": [s.finished_at for s in completed],
+            "exits": [s.exit_code for s in completed],
+            "errors": [text(s.error) for s in completed],
+            "outputs": [text(s.output) or "" for s in completed],
+            "claimants": list(claimants),
+            "served": None if queues is None else list(queues),
+            "now": now,
+            "pid": pid,
+            "touch_ids": list(touched),
+            "touch_done": [t.done for t in touched.values()],
+            "touch_failed": [t.failed for t in touched.values()],
+        },
+    )
+    rows = cursor.fetchall()
+    limited, settled_seqs = rows[0][0], set(rows[0][1])
+    taken = [row for row in rows if row[2] is not None]  # no claim: the head row alone
+    jobs = JOBS.from_rows(SQL["exchange"], taken, cursor.description or [])
+    for settlement in completed:
+        settled = settlement.job.seq in settled_seqs
+        results[id(settlement)] = (
+            SettleResult(JobState.COMPLETED, settlement.job.run_at)
+            if settled
+            else SettleResult(None, None)  # fenced out: recovered meanwhile (counted late)
+        )
+    claimed = {job.worker_id: job for job in jobs if job.worker_id is not None}
+    if limited and claimants:
+        claimed = _claim_under_limits(conn, claimants, pid, now, queues)
+    return Exchange([results[id(s)] for s in settlements], claimed)
+
+
+def _claim_under_limits(
+    conn: Conn, claimants: Sequence[str], pid: int, now: int, queues: Sequence[str] | None
+) -> dict[str, Job]:
+    """The claims of an exchange when a queue with a limit is open to the pool: its lock and
+    count first, then one job at a time (see `claim`), and the claimed workers' rows."""
     workers = _active_workers(conn, claimants)
-    if workers:
-        for job in claim(conn, workers, pid, now, queues):
-            assert job.worker_id is not None
-            claimed[job.worker_id] = job
-            touched.setdefault(job.worker_id, WorkerTouch()).job = job
-    if touched:
-        ids = list(touched)
+    claimed: dict[str, Job] = {}
+    for job in claim(conn, workers, pid, now, queues) if workers else []:
+        assert job.worker_id is not None
+        claimed[job.worker_id] = job
+    if claimed:
         conn.execute(
             SQL["touch_workers"],
             (
                 now,
-                ids,
-                [None if t.job is None else t.job.id for t in touched.values()],
-                [t.done for t in touched.values()],
-                [t.failed for t in touched.values()],
-                ["idle" if t.job is None else "busy" for t in touched.values()],
+                list(claimed),
+                [job.id for job in claimed.values()],
+                [0] * len(claimed),
+                [0] * len(claimed),
+                ["busy"] * len(claimed),
             ),
         )
-    return Exchange(settled, claimed)
+    return claimed
 
 
 def _closed_and_limited(
@@ -170,48 +217,22 @@ def _active_workers(conn: Conn, worker_ids: Sequence[str]) -> list[str]:
 def settle(
     conn: Conn, settlements: Sequence[Settlement], policy: RetryPolicy
 ) -> list[SettleResult]:
-    """Record each run's result, fenced; completed runs in one statement."""
-    results: dict[int, SettleResult] = {}
+    """Record each run that did not complete, fenced, by the lifecycle's rules (completed
+    runs are recorded by the exchange statement), with their attempts in one insert."""
     attempts = _Attempts([])
-    late = 0
-    completed = [(i, s) for i, s in enumerate(settlements) if s.outcome is Outcome.COMPLETED]
-    if completed:
-        rows = conn.execute(
-            SQL["complete_jobs"],
-            (
-                [s.job.seq for _, s in completed],
-                [s.job.worker_id for _, s in completed],
-                [s.job.runs for _, s in completed],
-                [s.finished_at for _, s in completed],
-                [s.exit_code for _, s in completed],
-                [text(s.error) for _, s in completed],
-            ),
-        ).fetchall()
-        done = {seq: (run_at, queue) for seq, run_at, queue in rows}
-        for index, settlement in completed:
-            found = done.get(settlement.job.seq)
-            if found is None:
-                results[index] = SettleResult(None, None)
-                late += 1
-                continue
-            results[index] = SettleResult(JobState.COMPLETED, found[0])
-            attempts.add(settlement, found[1], found[0])
-    for index, settlement in enumerate(settlements):
-        if settlement.outcome is Outcome.COMPLETED:
-            continue
-        result = _settle_other(conn, settlement, policy, attempts)
-        late += result.state is None
-        results[index] = result
+    results = [_settle_other(conn, settlement, policy, attempts) for settlement in settlements]
     attempts.insert(conn)
+    late = sum(result.state is None for result in results)
     if late:
         conn.execute(SQL["add_to_counter"], ("late_results", late))
-    return [results[index] for index in range(len(settlements))]
+    return results
 
 
 def _settle_other(
     conn: Conn, settlement: Settlement, policy: RetryPolicy, attempts: _Attempts
 ) -> SettleResult:
     """A run that did not complete: where its job goes is the lifecycle's rule."""
+    assert settlement.outcome is not Outcome.COMPLETED  # the exchange statement's
     job = settlement.job
     row = conn.execute(SQL["job_to_settle"], (job.seq, job.worker_id, job.runs)).fetchone()
     if row is None:

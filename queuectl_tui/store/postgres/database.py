@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TypeVar
@@ -32,6 +33,7 @@ logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
 DEFAULT_WAIT = 30.0  # seconds a call waits for a connection, unless its store says otherwise
 CONNECT_TIMEOUT = 10  # seconds to reach the server before a store gives up
 POOL_SIZE = 8  # connections at most, shared by the stores of one process
+CHECK_IDLE_AFTER = 1.0  # seconds idle after which a connection is checked before it is lent
 CLOCK_RESYNC = 10.0  # seconds between two readings of the database's clock
 CLOCK_WAIT = 2.0  # seconds a new reading may wait for a connection when there is an old one
 # A host frozen (SIGSTOP, a paused VM) inside one of its transactions holds that
@@ -53,6 +55,9 @@ class Database:
 
     def __init__(self, target: Target) -> None:
         self.target = target
+        self._idle_since: weakref.WeakKeyDictionary[psycopg.Connection[Any], float] = (
+            weakref.WeakKeyDictionary()
+        )
         self._pool = psycopg_pool.ConnectionPool(  # opened by ensure_schema
             target.conninfo,
             min_size=1,
@@ -67,8 +72,10 @@ class Database:
                 "application_name": "queuectl",
             },
             # A connection the server dropped (a restart, pg_terminate_backend) is replaced
-            # before it is lent, rather than failing the next call.
-            check=psycopg_pool.ConnectionPool.check_connection,
+            # before it is lent, rather than failing the next call: checked when it has been
+            # idle a while (a busy pool's connections are not, and skip the round trip).
+            check=self._check_if_idle,
+            reset=self._returned,
             open=False,
             name=f"queuectl:{target.schema}",
         )
@@ -77,6 +84,13 @@ class Database:
         self._clock_lock = threading.Lock()
         self._anchor: tuple[int, float] | None = None  # (database ms, our monotonic s)
         self._clock_reading = False  # a caller is reading the clock now
+
+    def _returned(self, conn: psycopg.Connection[Any]) -> None:
+        self._idle_since[conn] = time.monotonic()
+
+    def _check_if_idle(self, conn: psycopg.Connection[Any]) -> None:
+        if time.monotonic() - self._idle_since.get(conn, 0.0) > CHECK_IDLE_AFTER:
+            psycopg_pool.ConnectionPool.check_connection(conn)
 
     # -- transactions ------------------------------------------------------------------------
     @contextmanager

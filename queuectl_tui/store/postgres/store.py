@@ -11,7 +11,6 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import psycopg
-from psycopg import errors as pg_errors
 
 from ...lifecycle import RetryPolicy
 from ...models import (
@@ -361,7 +360,8 @@ class PostgresStore(Store):
         def body(conn: Conn) -> Exchange:
             return claims.exchange(conn, settlements, claimants, pid, now, policy, queues)
 
-        return self._run(body, durable=False)  # type: ignore[no-any-return]
+        # Not durable, as the engine's bookkeeping is: the statement itself says so.
+        return self._run(body)  # type: ignore[no-any-return]
 
     def has_due_work(self, now: int, queues: Sequence[str] | None = None) -> bool:
         with self.db.connection(self._wait) as conn:
@@ -495,23 +495,20 @@ def _oldest_due(conn: Conn, queue: str, now: int) -> int | None:
 
 
 def _insert_one(conn: Conn, spec: JobSpec, default_max_retries: int, now: int) -> EnqueueResult:
-    """Store one job, or return the one its idempotency key names. Raises DuplicateJobError
-    (a savepoint keeps the caller's transaction usable)."""
+    """Store one job, or return the one its idempotency key names. Raises DuplicateJobError,
+    leaving the caller's transaction usable (the insert did nothing)."""
     if spec.idempotency_key is not None:
         known = JOBS.first(conn, SQL["job_by_idempotency_key"], (spec.idempotency_key,))
         if known is not None:
             return EnqueueResult(known, created=False)
-    params = insert_values(spec, default_max_retries, now)
-    try:
-        with conn.transaction():  # a savepoint: a taken id undoes this insert only
-            job = JOBS.first(conn, SQL["insert_job"], params)
-    except pg_errors.UniqueViolation:
-        raise DuplicateJobError(spec.id) from None
-    if job is None:  # the key was taken meanwhile by another transaction: that job
+    job = JOBS.first(conn, SQL["insert_job"], insert_values(spec, default_max_retries, now))
+    if job is not None:
+        return EnqueueResult(job, created=True)
+    if spec.idempotency_key is not None:  # the key was taken meanwhile: that job
         known = JOBS.first(conn, SQL["job_by_idempotency_key"], (spec.idempotency_key,))
-        assert known is not None
-        return EnqueueResult(known, created=False)
-    return EnqueueResult(job, created=True)
+        if known is not None:
+            return EnqueueResult(known, created=False)
+    raise DuplicateJobError(spec.id)
 
 
 def _submit(

@@ -8,10 +8,12 @@
 -- == jobs ====================================================================================
 
 -- name: insert_job
+-- A taken id or idempotency key inserts nothing (no error, so the transaction goes on); the
+-- store then looks up which it was.
 INSERT INTO jobs (id, command, state, priority, run_at, max_retries, timeout, idempotency_key,
                   created_at, updated_at, queue, job_type, payload)
 VALUES (%s, %s, 'pending', %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
-ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+ON CONFLICT DO NOTHING
 RETURNING *
 
 -- name: job_by_idempotency_key
@@ -299,19 +301,9 @@ SELECT min((SELECT min(run_at) FROM jobs j
 -- name: active_workers_among
 SELECT id FROM workers WHERE status IN ('idle', 'busy', 'stopping') AND id = ANY(%s)
 
--- name: complete_jobs
--- Completed runs, many in one statement. The fence, here and in job_to_settle: still
--- processing, still ours, still this run; a row another transaction settles meanwhile is
--- waited for and re-checked, so a late result changes nothing.
-UPDATE jobs j SET state = 'completed', worker_id = NULL, worker_pid = NULL,
-                  finished_at = s.finished_at, exit_code = s.exit_code,
-                  last_error = s.error, updated_at = s.finished_at
-  FROM unnest(%s::bigint[], %s::text[], %s::bigint[], %s::bigint[], %s::bigint[], %s::text[])
-       AS s(seq, worker_id, runs, finished_at, exit_code, error)
- WHERE j.seq = s.seq AND j.state = 'processing' AND j.worker_id = s.worker_id AND j.runs = s.runs
-RETURNING j.seq, j.run_at, j.queue
-
 -- name: job_to_settle
+-- The fence, as in the exchange statement: still processing, still ours, still this run; the
+-- row is locked, so a result arriving meanwhile (or a recovery) waits, then is fenced out.
 SELECT run_at, attempts, max_retries, cancel_requested_at IS NOT NULL, queue FROM jobs
  WHERE seq = %s AND state = 'processing' AND worker_id = %s AND runs = %s
    FOR UPDATE
@@ -444,3 +436,106 @@ SELECT hashtext(pg_current_snapshot()::text)
 
 -- name: now_ms
 SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint
+
+
+-- == the exchange in one statement ==============================================================
+
+-- name: exchange
+-- A pool's hot path in one statement: record its completed runs (fenced: still processing,
+-- still ours, still this run; each with its attempt, and a late one counted), then take the
+-- best due jobs for its free workers that are still active (FOR UPDATE SKIP LOCKED, the
+-- MATERIALIZED pick never flattened into the UPDATE), and touch each worker's row. Runs that
+-- did not complete were settled before it, in the same transaction, by the lifecycle's rules
+-- (their workers' counts come in as %(touch_*)s). A queue with a limit on running jobs needs
+-- its lock and count first: when one is open to this pool, nothing is claimed here
+-- (`limited`) and the store claims the slower way, in the same transaction. The engine's own
+-- bookkeeping: committed without waiting for the WAL flush (set_config, local).
+WITH sync AS (SELECT set_config('synchronous_commit', 'off', true) AS off),
+input AS (
+    SELECT * FROM unnest(%(seqs)s::bigint[], %(owners)s::text[], %(runs)s::bigint[],
+                         %(finished)s::bigint[], %(exits)s::bigint[], %(errors)s::text[],
+                         %(outputs)s::text[])
+               AS s(seq, worker_id, runs, finished_at, exit_code, error, output)
+),
+done AS (
+    UPDATE jobs j SET state = 'completed', worker_id = NULL, worker_pid = NULL,
+                      finished_at = s.finished_at, exit_code = s.exit_code,
+                      last_error = s.error, updated_at = s.finished_at
+      FROM input s
+     WHERE j.seq = s.seq AND j.state = 'processing' AND j.worker_id = s.worker_id
+       AND j.runs = s.runs
+    RETURNING j.seq, j.queue, j.run_at, j.claimed_at, s.worker_id, s.runs, s.finished_at,
+              s.exit_code, s.output, s.error
+),
+recorded AS (
+    INSERT INTO attempts (job_seq, queue, number, worker_id, scheduled_at, started_at,
+                          finished_at, exit_code, outcome, output, error)
+    SELECT seq, queue, runs, worker_id, run_at, coalesce(claimed_at, finished_at), finished_at,
+           exit_code, 'completed', output, error
+      FROM done
+),
+late AS (
+    INSERT INTO counter_deltas (name, n)
+    SELECT 'late_results', counted.offered - counted.settled
+      FROM (SELECT (SELECT count(*) FROM input) AS offered,
+                   (SELECT count(*) FROM done) AS settled) counted
+     WHERE counted.offered > counted.settled
+),
+active AS (
+    SELECT c.id, row_number() OVER (ORDER BY c.ord) AS k
+      FROM unnest(%(claimants)s::text[]) WITH ORDINALITY AS c(id, ord)
+     WHERE EXISTS (SELECT 1 FROM workers w
+                    WHERE w.id = c.id AND w.status IN ('idle', 'busy', 'stopping'))
+),
+settings AS (
+    SELECT coalesce(array_agg(name) FILTER (WHERE paused), '{}') AS closed,
+           coalesce(bool_or(NOT paused AND max_running IS NOT NULL
+                            AND (%(served)s::text[] IS NULL OR name = ANY(%(served)s))),
+                    false) AS limited
+      FROM queues
+),
+picked AS MATERIALIZED (
+    SELECT seq, priority, run_at FROM jobs
+     WHERE state IN ('pending', 'failed') AND run_at <= %(now)s
+       AND (%(served)s::text[] IS NULL OR queue = ANY(%(served)s))
+       AND queue <> ALL((SELECT closed FROM settings)::text[])
+     ORDER BY priority DESC, run_at, seq
+     LIMIT (SELECT CASE WHEN limited THEN 0 ELSE (SELECT count(*) FROM active) END
+              FROM settings)
+       FOR UPDATE SKIP LOCKED
+),
+numbered AS (
+    SELECT seq, row_number() OVER (ORDER BY priority DESC, run_at, seq) AS k FROM picked
+),
+claimed AS (
+    UPDATE jobs j SET state = 'processing', worker_id = a.id, worker_pid = %(pid)s,
+                      claimed_at = %(now)s, updated_at = %(now)s,
+                      attempts = j.attempts + 1, runs = j.runs + 1
+      FROM numbered n JOIN active a ON a.k = n.k
+     WHERE j.seq = n.seq
+    RETURNING j.*
+),
+touch AS (
+    SELECT id, sum(done)::bigint AS done, sum(failed)::bigint AS failed, max(job) AS job
+      FROM (SELECT worker_id AS id, 1 AS done, 0 AS failed, NULL::text AS job FROM done
+            UNION ALL
+            SELECT t.id, t.done, t.failed, NULL
+              FROM unnest(%(touch_ids)s::text[], %(touch_done)s::bigint[],
+                          %(touch_failed)s::bigint[]) AS t(id, done, failed)
+            UNION ALL
+            SELECT worker_id, 0, 0, id FROM claimed) every_touch
+     GROUP BY id
+),
+touched AS (
+    UPDATE workers w SET current_job = t.job, last_heartbeat = %(now)s,
+                         jobs_done = w.jobs_done + t.done, jobs_failed = w.jobs_failed + t.failed,
+                         status = CASE WHEN w.status NOT IN ('idle', 'busy') THEN w.status
+                                       WHEN t.job IS NULL THEN 'idle' ELSE 'busy' END
+      FROM touch t
+     WHERE w.id = t.id
+)
+SELECT head.limited, head.settled, c.*
+  FROM (SELECT (SELECT limited FROM settings) AS limited,
+               ARRAY(SELECT seq FROM done) AS settled,
+               (SELECT off FROM sync) AS sync_off) head
+  LEFT JOIN claimed c ON true
