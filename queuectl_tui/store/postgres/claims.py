@@ -195,15 +195,6 @@ def claim(
     return taken
 
 
-def has_due_work(conn: Conn, served: Sequence[str] | None, now: int) -> bool:
-    closed, _ = _closed_and_limited(conn, served)
-    row = conn.execute(
-        SQL["has_due_work"],
-        {"now": now, "served": None if served is None else list(served), "closed": closed},
-    ).fetchone()
-    return bool(row and row[0])
-
-
 def _active_workers(conn: Conn, worker_ids: Sequence[str]) -> list[str]:
     """The given workers that are still active, in the given order: a worker another pool
     declared lost must not take work (its jobs would be orphans at once)."""

@@ -70,6 +70,9 @@ class Database:
                 ),
                 "connect_timeout": CONNECT_TIMEOUT,
                 "application_name": "queuectl",
+                # Transactions are opened where they are wanted (connection()), so that a
+                # single read costs one round trip (read()).
+                "autocommit": True,
             },
             # A connection the server dropped (a restart, pg_terminate_backend) is replaced
             # before it is lent, rather than failing the next call: checked when it has been
@@ -95,9 +98,10 @@ class Database:
     # -- transactions ------------------------------------------------------------------------
     @contextmanager
     def connection(self, wait: float = DEFAULT_WAIT) -> Iterator[psycopg.Connection[Any]]:
-        """A connection inside one transaction, committed when the block ends without error;
+        """A connection inside one transaction, committed when the block ends without error
+        (rolled back on one);
         `wait`: seconds to wait for a free connection (or the server) before giving up."""
-        with self.errors(wait), self._pool.connection(timeout=wait) as conn:
+        with self.errors(wait), self._pool.connection(timeout=wait) as conn, conn.transaction():
             yield conn
 
     def ensure_schema(self, wait: float) -> None:
@@ -142,8 +146,16 @@ class Database:
                 time.sleep(0.01 * (attempt + 1))
         raise AssertionError("unreachable")
 
+    @contextmanager
+    def for_one_statement(self, wait: float = DEFAULT_WAIT) -> Iterator[psycopg.Connection[Any]]:
+        """A connection outside any transaction, for one statement on its own (no BEGIN, no
+        COMMIT: one round trip; a statement reads one snapshot anyway)."""
+        with self.errors(wait), self._pool.connection(timeout=wait) as conn:
+            yield conn
+
     def read(self, sql: str, params: Any = None, wait: float = DEFAULT_WAIT) -> list[Any]:
-        with self.connection(wait) as conn:
+        """The rows of one statement, run on its own (see for_one_statement)."""
+        with self.for_one_statement(wait) as conn:
             return conn.execute(sql, params).fetchall()
 
     def errors(self, wait: float = DEFAULT_WAIT) -> AbstractContextManager[None]:

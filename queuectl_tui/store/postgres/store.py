@@ -123,11 +123,11 @@ class PostgresStore(Store):
         return result
 
     def get(self, job_id: str) -> Job | None:
-        with self.db.connection(self._wait) as conn:
+        with self.db.for_one_statement(self._wait) as conn:
             return JOBS.first(conn, SQL["job_by_id"], (job_id,))
 
     def attempts(self, job_id: str) -> list[Attempt]:
-        with self.db.connection(self._wait) as conn:
+        with self.db.for_one_statement(self._wait) as conn:
             return ATTEMPTS.all(conn, SQL["job_attempts"], (job_id,))
 
     def list_jobs(
@@ -140,11 +140,11 @@ class PostgresStore(Store):
         queue: str | None = None,
     ) -> list[Job]:
         sql, params = list_jobs_statement(SQL, state, limit, after_seq, newest_first, search, queue)
-        with self.db.connection(self._wait) as conn:
+        with self.db.for_one_statement(self._wait) as conn:
             return JOBS.all(conn, sql, params)
 
     def counts(self, queue: str | None = None) -> dict[JobState, int]:
-        with self.db.connection(self._wait) as conn:
+        with self.db.for_one_statement(self._wait) as conn:
             counts = self._counts(conn, queue)
         self._fold_if_due()
         return counts
@@ -300,7 +300,7 @@ class PostgresStore(Store):
         self._run(lambda conn: _record(conn, action, touched, now))
 
     def actions(self, limit: int = 50, before_id: int | None = None) -> list[AuditEntry]:
-        with self.db.connection(self._wait) as conn:
+        with self.db.for_one_statement(self._wait) as conn:
             return AUDIT.all(conn, SQL["list_actions"], {"before": before_id, "limit": limit})
 
     # -- queues ----------------------------------------------------------------------------------
@@ -364,8 +364,8 @@ class PostgresStore(Store):
         return self._run(body)  # type: ignore[no-any-return]
 
     def has_due_work(self, now: int, queues: Sequence[str] | None = None) -> bool:
-        with self.db.connection(self._wait) as conn:
-            return claims.has_due_work(conn, queues, now)
+        served = None if queues is None else list(queues)
+        return bool(self._read(SQL["has_due_work"], {"now": now, "served": served})[0][0])
 
     def next_run_at(self, after: int) -> int | None:
         found = self._read(SQL["next_run_at"], {"after": after})[0][0]
@@ -436,7 +436,7 @@ class PostgresStore(Store):
 
     def list_workers(self, active_only: bool = False) -> list[Worker]:
         sql = SQL["list_active_workers" if active_only else "list_workers"]
-        with self.db.connection(self._wait) as conn:
+        with self.db.for_one_statement(self._wait) as conn:
             return WORKERS.all(conn, sql)
 
     def prune_workers(self, stopped_before: int) -> int:

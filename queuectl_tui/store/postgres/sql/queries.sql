@@ -277,11 +277,13 @@ UPDATE jobs j SET state = 'processing', worker_id = (%(workers)s::text[])[number
 RETURNING j.*
 
 -- name: has_due_work
+-- Whether a pool serving %(served)s (NULL: every queue) would find a due job in a queue that
+-- is not paused: one statement. A queue at its limit counts (the claim then finds nothing).
 SELECT EXISTS (
     SELECT 1 FROM jobs
      WHERE state IN ('pending', 'failed') AND run_at <= %(now)s
        AND (%(served)s::text[] IS NULL OR queue = ANY(%(served)s))
-       AND queue <> ALL(%(closed)s::text[]))
+       AND queue NOT IN (SELECT name FROM queues WHERE paused))
 
 -- name: running_in_queues
 SELECT queue, count(*) FROM jobs WHERE state = 'processing' AND queue = ANY(%s) GROUP BY queue
