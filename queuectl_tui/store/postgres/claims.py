@@ -69,10 +69,13 @@ def exchange(
     now: int,
     policy: RetryPolicy,
     queues: Sequence[str] | None = None,
-) -> Exchange:
+    under_limits: bool = True,
+) -> tuple[Exchange, bool]:
     """Settle and claim in one transaction: the runs that did not complete first, by the
     lifecycle's rules; then the completed ones, the claims and the workers' rows in one
-    statement (see `exchange` in queries.sql)."""
+    statement (see `exchange` in queries.sql). Returns what it did, and whether a queue with
+    a limit was open to the pool: then the claims are made the slower way, here when
+    `under_limits`, else by the caller (who must, in a transaction: see claim_under_limits)."""
     completed = [s for s in settlements if s.outcome is Outcome.COMPLETED]
     others = [s for s in settlements if s.outcome is not Outcome.COMPLETED]
     results: dict[int, SettleResult] = {}
@@ -112,12 +115,12 @@ def exchange(
             else SettleResult(None, None)  # fenced out: recovered meanwhile (counted late)
         )
     claimed = {job.worker_id: job for job in jobs if job.worker_id is not None}
-    if limited and claimants:
-        claimed = _claim_under_limits(conn, claimants, pid, now, queues)
-    return Exchange([results[id(s)] for s in settlements], claimed)
+    if limited and claimants and under_limits:
+        claimed = claim_under_limits(conn, claimants, pid, now, queues)
+    return Exchange([results[id(s)] for s in settlements], claimed), bool(limited)
 
 
-def _claim_under_limits(
+def claim_under_limits(
     conn: Conn, claimants: Sequence[str], pid: int, now: int, queues: Sequence[str] | None
 ) -> dict[str, Job]:
     """The claims of an exchange when a queue with a limit is open to the pool: its lock and

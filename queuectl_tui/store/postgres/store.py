@@ -22,6 +22,7 @@ from ...models import (
     Job,
     JobSpec,
     JobState,
+    Outcome,
     QueueCounts,
     QueueInfo,
     Worker,
@@ -66,6 +67,7 @@ class PostgresStore(Store):
         self._target = parse(location)
         self._wait = DEFAULT_WAIT if lock_wait is None else max(0.1, lock_wait)
         self._fold_soon = False  # a count added up many deltas: fold them after answering
+        self._limits_seen = False  # the last exchange found a queue with a limit open to it
         self._db: Database | None = borrow(self._target)
         try:
             self._db.ensure_schema(self._wait)
@@ -357,11 +359,29 @@ class PostgresStore(Store):
         policy: RetryPolicy,
         queues: Sequence[str] | None = None,
     ) -> Exchange:
-        def body(conn: Conn) -> Exchange:
-            return claims.exchange(conn, settlements, claimants, pid, now, policy, queues)
-
         # Not durable, as the engine's bookkeeping is: the statement itself says so.
-        return self._run(body)  # type: ignore[no-any-return]
+        if self._limits_seen or any(s.outcome is not Outcome.COMPLETED for s in settlements):
+            # Runs settled by the lifecycle's rules, or claims under a queue's limit: several
+            # statements, in one transaction.
+            def body(conn: Conn) -> tuple[Exchange, bool]:
+                return claims.exchange(conn, settlements, claimants, pid, now, policy, queues)
+
+            done: Exchange
+            done, self._limits_seen = self._run(body)
+            return done
+        # The hot path: one statement, a transaction of its own (one round trip).
+        with self.db.for_one_statement(self._wait) as conn:
+            done, limited = claims.exchange(
+                conn, settlements, claimants, pid, now, policy, queues, under_limits=False
+            )
+        self._limits_seen = limited
+        if not (limited and claimants):
+            return done
+
+        def claim_limited(conn: Conn) -> dict[str, Job]:
+            return claims.claim_under_limits(conn, claimants, pid, now, queues)
+
+        return Exchange(done.settled, self._run(claim_limited))
 
     def has_due_work(self, now: int, queues: Sequence[str] | None = None) -> bool:
         served = None if queues is None else list(queues)
