@@ -107,3 +107,20 @@ JOBS = RowMap(Job)
 WORKERS = RowMap(Worker)
 ATTEMPTS = RowMap(Attempt)
 AUDIT = RowMap(AuditEntry)
+
+
+def worker_values(worker: Worker) -> tuple[object, ...]:
+    """A worker's row in the order of each backend's register_worker statement."""
+    return (
+        worker.id,
+        worker.pool_id,
+        worker.pid,
+        worker.host,
+        worker.status.value,
+        worker.started_at,
+        worker.last_heartbeat,
+        worker.stopped_at,
+        worker.current_job,
+        worker.jobs_done,
+        worker.jobs_failed,
+    )

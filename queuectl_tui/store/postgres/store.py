@@ -46,7 +46,7 @@ from ..base import (
 )
 from ..figures import RATE_SLOT_MS, attempt_figures, per_minute, snapshot
 from ..listing import list_jobs_statement
-from ..rows import ATTEMPTS, AUDIT, JOBS, WORKERS
+from ..rows import ATTEMPTS, AUDIT, JOBS, WORKERS, worker_values
 from . import bulk, claims
 from .database import DEFAULT_WAIT, Database, borrow, give_back
 from .feed import ListenFeed
@@ -404,22 +404,7 @@ class PostgresStore(Store):
 
     # -- workers -------------------------------------------------------------------------------
     def register_workers(self, workers: Sequence[Worker]) -> int:
-        rows = [
-            (
-                w.id,
-                w.pool_id,
-                w.pid,
-                w.host,
-                w.status.value,
-                w.started_at,
-                w.last_heartbeat,
-                w.stopped_at,
-                w.current_job,
-                w.jobs_done,
-                w.jobs_failed,
-            )
-            for w in workers
-        ]
+        rows = [worker_values(worker) for worker in workers]
 
         def body(conn: Conn) -> int:
             conn.execute(SQL["stop_lock"])

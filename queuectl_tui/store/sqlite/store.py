@@ -39,7 +39,7 @@ from ..base import (
 )
 from ..figures import RATE_SLOT_MS, attempt_figures, per_minute
 from ..listing import list_jobs_statement
-from ..rows import ATTEMPTS, AUDIT, JOBS, WORKERS
+from ..rows import ATTEMPTS, AUDIT, JOBS, WORKERS, worker_values
 from . import bulk, claims, control, metrics, ready, submit
 from .changes import SQLiteChangeFeed
 from .connection import Database
@@ -311,22 +311,7 @@ class SQLiteStore(Store):
 
     # -- workers -------------------------------------------------------------------------------
     def register_workers(self, workers: Sequence[Worker]) -> int:
-        rows = [
-            (
-                w.id,
-                w.pool_id,
-                w.pid,
-                w.host,
-                w.status.value,
-                w.started_at,
-                w.last_heartbeat,
-                w.stopped_at,
-                w.current_job,
-                w.jobs_done,
-                w.jobs_failed,
-            )
-            for w in workers
-        ]
+        rows = [worker_values(worker) for worker in workers]
 
         def body(conn: sqlite3.Connection) -> int:
             conn.executemany(SQL["register_worker"], rows)
