@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import tomllib
+import pytest
+
+tomllib = pytest.importorskip("tomllib")  # Python 3.11 and later
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "queuectl_tui"
