@@ -7,6 +7,7 @@ store's triggers keep their counters as a pool's settlements would."""
 from __future__ import annotations
 
 import sqlite3
+from os import PathLike, fspath
 
 from ..location import scheme
 from ..models import JobSpec
@@ -17,8 +18,8 @@ BATCH = 100_000
 HOUR_MS = 3_600_000
 
 
-def enqueue_jobs(location: str, jobs: int, prefix: str = "j") -> None:
-    with open_store(location) as store:
+def enqueue_jobs(location: str | PathLike[str], jobs: int, prefix: str = "j") -> None:
+    with open_store(fspath(location)) as store:
         for start in range(0, jobs, BATCH):
             count = min(BATCH, jobs - start)
             store.enqueue_many(
@@ -31,8 +32,9 @@ def enqueue_jobs(location: str, jobs: int, prefix: str = "j") -> None:
             )
 
 
-def complete_all(location: str) -> None:
+def complete_all(where: str | PathLike[str]) -> None:
     """Give every job one completed attempt, finished over the last hour."""
+    location = fspath(where)
     if scheme(location) == "postgresql":
         _complete_all_postgres(location)
         return
