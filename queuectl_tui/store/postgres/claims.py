@@ -76,11 +76,19 @@ def exchange(
     statement (see `exchange` in queries.sql). Returns what it did, and whether a queue with
     a limit was open to the pool: then the claims are made the slower way, here when
     `under_limits`, else by the caller (who must, in a transaction: see claim_under_limits)."""
-    completed = [s for s in settlements if s.outcome is Outcome.COMPLETED]
-    others = [s for s in settlements if s.outcome is not Outcome.COMPLETED]
+    # Job rows are locked in seq order (as recovery locks them), whatever order runs ended in.
+    completed = sorted(
+        (s for s in settlements if s.outcome is Outcome.COMPLETED), key=lambda s: s.job.seq
+    )
+    others = sorted(
+        (s for s in settlements if s.outcome is not Outcome.COMPLETED), key=lambda s: s.job.seq
+    )
     results: dict[int, SettleResult] = {}
     touched: dict[str, WorkerTouch] = {}
     if others:
+        # Worker rows before job rows, as the statement below and recovery take them.
+        owners = {s.job.worker_id for s in settlements if s.job.worker_id} | set(claimants)
+        conn.execute(SQL["lock_workers"], (sorted(owners),))
         settled_others = settle(conn, others, policy)
         touched = tally(others, settled_others)
         results = {id(s): r for s, r in zip(others, settled_others, strict=True)}
@@ -266,7 +274,9 @@ def recover_orphans(
     Pools recovering at once take turns (an advisory lock), so each job is recovered once."""
     conn.execute(SQL["recovery_lock"])
     if dead_worker_ids:
-        conn.execute(SQL["mark_workers_lost"], (now, list(dead_worker_ids)))
+        dead = sorted(set(dead_worker_ids))
+        conn.execute(SQL["lock_workers"], (dead,))  # worker rows first, as an exchange
+        conn.execute(SQL["mark_workers_lost"], (now, dead))
     orphans = JOBS.all(conn, SQL["orphaned_jobs"])
     if not orphans:
         return []

@@ -253,8 +253,9 @@ class PostgresStore(Store):
     def cancel(self, job_ids: Sequence[str], now: int, action: Action | None) -> CancelResult:
         def body(conn: Conn) -> CancelResult:
             ids = _unique(job_ids)
-            cancelled = _ids(conn, SQL["cancel_waiting_among"], (now, now, now, ids))
-            requested = _ids(conn, SQL["request_cancel_among"], (now, now, ids))
+            rows = conn.execute(SQL["cancel_among"], {"now": now, "ids": ids}).fetchall()
+            cancelled = [job_id for job_id, state in rows if state == "cancelled"]
+            requested = [job_id for job_id, state in rows if state == "processing"]
             _record(conn, action, len(cancelled) + len(requested), now)
             return CancelResult(_in_order(cancelled, ids), _in_order(requested, ids))
 

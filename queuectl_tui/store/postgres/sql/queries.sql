@@ -83,18 +83,20 @@ UPDATE jobs SET run_at = %s, updated_at = %s
  WHERE state = 'failed' AND id = ANY(%s)
 RETURNING id
 
--- name: cancel_waiting_among
-UPDATE jobs SET state = 'cancelled', finished_at = %s, updated_at = %s,
-                last_error = 'cancelled by an operator', cancel_requested_at = %s
- WHERE state IN ('pending', 'failed') AND id = ANY(%s)
-RETURNING id
-
--- name: request_cancel_among
--- A running job: its pool stops the command and records the run cancelled; the first
--- request's time is kept.
-UPDATE jobs SET cancel_requested_at = coalesce(cancel_requested_at, %s), updated_at = %s
- WHERE state = 'processing' AND id = ANY(%s)
-RETURNING id
+-- name: cancel_among
+-- One statement decides on each job's latest, locked row: a waiting job ends cancelled, a
+-- running one gets a request to cancel (the first request's time is kept; its pool stops
+-- the command and records the run cancelled). Two statements would each miss a job that
+-- moves between them (a run ending, a claim). RETURNING says which it was.
+UPDATE jobs SET state = CASE WHEN state = 'processing' THEN state ELSE 'cancelled' END,
+                finished_at = CASE WHEN state = 'processing' THEN finished_at
+                                   ELSE %(now)s END,
+                last_error = CASE WHEN state = 'processing' THEN last_error
+                                  ELSE 'cancelled by an operator' END,
+                cancel_requested_at = coalesce(cancel_requested_at, %(now)s),
+                updated_at = %(now)s
+ WHERE state IN ('pending', 'failed', 'processing') AND id = ANY(%(ids)s)
+RETURNING id, state
 
 -- name: cancel_requested_among
 SELECT id FROM jobs
@@ -301,7 +303,11 @@ SELECT min((SELECT min(run_at) FROM jobs j
          GROUP BY queue HAVING sum(n) > 0) w
 
 -- name: active_workers_among
+-- Locked, and so read again if a recovery changed them meanwhile: a worker just declared
+-- lost is not active.
 SELECT id FROM workers WHERE status IN ('idle', 'busy', 'stopping') AND id = ANY(%s)
+ ORDER BY id
+   FOR SHARE
 
 -- name: job_to_settle
 -- The fence, as in the exchange statement: still processing, still ours, still this run; the
@@ -340,6 +346,10 @@ UPDATE workers w SET current_job = t.job, last_heartbeat = %s,
 -- name: recovery_lock
 -- Pools that recover at the same time take turns: each lost job is recovered once.
 SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.recovery'))
+
+-- name: lock_workers
+-- Worker rows in id order, before any job row: the one lock order of recovery and exchange.
+SELECT id FROM workers WHERE id = ANY(%s) ORDER BY id FOR UPDATE
 
 -- name: mark_workers_lost
 UPDATE workers SET status = 'lost', stopped_at = %s, current_job = NULL
@@ -459,12 +469,27 @@ input AS (
                          %(outputs)s::text[])
                AS s(seq, worker_id, runs, finished_at, exit_code, error, output)
 ),
+live AS MATERIALIZED (
+    -- The rows of the workers this exchange settles for or claims for, locked first, in id
+    -- order, before any job row (recovery takes its dead workers' rows first too: one lock
+    -- order, no deadlock), and read again once locked: a worker declared lost by a
+    -- recovery that committed meanwhile is not live, and gets nothing. The aggregate makes
+    -- the lock complete before the first job row is touched.
+    SELECT coalesce(array_agg(id), '{}') AS ids
+      FROM (SELECT id FROM workers
+             WHERE id = ANY(%(owners)s::text[] || %(claimants)s::text[]
+                            || %(touch_ids)s::text[])
+               AND status IN ('idle', 'busy', 'stopping')
+             ORDER BY id
+               FOR SHARE) locked
+),
 done AS (
     UPDATE jobs j SET state = 'completed', worker_id = NULL, worker_pid = NULL,
                       finished_at = s.finished_at, exit_code = s.exit_code,
                       last_error = s.error, updated_at = s.finished_at
       FROM input s
-     WHERE j.seq = s.seq AND j.state = 'processing' AND j.worker_id = s.worker_id
+     WHERE s.worker_id = ANY((SELECT ids FROM live)::text[])
+       AND j.seq = s.seq AND j.state = 'processing' AND j.worker_id = s.worker_id
        AND j.runs = s.runs
     RETURNING j.seq, j.queue, j.run_at, j.claimed_at, s.worker_id, s.runs, s.finished_at,
               s.exit_code, s.output, s.error
@@ -486,8 +511,7 @@ late AS (
 active AS (
     SELECT c.id, row_number() OVER (ORDER BY c.ord) AS k
       FROM unnest(%(claimants)s::text[]) WITH ORDINALITY AS c(id, ord)
-     WHERE EXISTS (SELECT 1 FROM workers w
-                    WHERE w.id = c.id AND w.status IN ('idle', 'busy', 'stopping'))
+     WHERE c.id = ANY((SELECT ids FROM live)::text[])
 ),
 settings AS (
     SELECT coalesce(array_agg(name) FILTER (WHERE paused), '{}') AS closed,
