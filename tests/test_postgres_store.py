@@ -9,10 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from store_helpers import NOW, claim, register
+from store_helpers import NOW, POLICY, claim, register
 
 from queuectl_tui.models import Job, JobState
-from queuectl_tui.store import ForeignDatabaseError, Store, StoreError, open_store
+from queuectl_tui.store import Exchange, ForeignDatabaseError, Store, StoreError, open_store
 from queuectl_tui.store.postgres.url import parse
 
 from helpers import (
@@ -140,3 +140,25 @@ def test_counts_fold_their_deltas_and_stay_right(location: str, pg: Store) -> No
     assert deltas == 0 and folded == (600,)
     assert pg.counts()[JobState.PENDING] == 600
     assert pg.queue_counts().by_state[JobState.PENDING] == 600
+
+
+def test_a_worker_declared_lost_meanwhile_gets_nothing(location: str, pg: Store) -> None:
+    """A recovery marks the worker lost and has not committed yet when the worker's pool
+    claims: the claim waits for it, reads the worker again, and takes nothing (a job given
+    to a lost worker would be an orphan at once, and run twice)."""
+    pg.enqueue(spec(id="next"), 3, NOW)
+    register(pg, "w0")
+    outcome: list[object] = []
+    with _raw(location) as recovery:
+        recovery.execute("UPDATE workers SET status = 'lost' WHERE id = 'w0'")
+        claimer = threading.Thread(
+            target=lambda: outcome.append(pg.exchange([], ["w0"], 1, NOW, POLICY)), daemon=True
+        )
+        claimer.start()
+        claimer.join(timeout=1.0)  # it waits for the recovery's lock (or, before, claimed)
+        recovery.commit()
+    claimer.join(timeout=60)
+    assert len(outcome) == 1
+    exchange = outcome[0]
+    assert isinstance(exchange, Exchange) and exchange.claimed == {}
+    assert pg.get("next").state is JobState.PENDING
