@@ -155,9 +155,17 @@ async def test_the_queues_pane_lists_queues_and_shift_p_pauses_the_selected_one(
 
 
 async def test_shift_l_sets_and_lifts_the_selected_queue_s_limit(
-    make_console, demo_store, settle
+    make_console, demo_store, settle, wait_for
 ) -> None:
     from queuectl_tui.tui.screens.queue_limit import QueueLimitScreen
+
+    def dialog_ready() -> bool:  # keys typed before the dialog takes them are not read
+        screen = app.screen
+        return isinstance(screen, QueueLimitScreen) and getattr(screen, "ready", True)
+
+    def limit() -> int | None:
+        [queue] = demo_store.queues(0)
+        return queue.max_running
 
     app = make_console()
     async with app.run_test(size=(100, 30)) as pilot:
@@ -165,21 +173,17 @@ async def test_shift_l_sets_and_lifts_the_selected_queue_s_limit(
         await pilot.press("u")
         await settle(pilot)
         await pilot.press("L")
-        await settle(pilot)
-        assert isinstance(app.screen, QueueLimitScreen)
+        await wait_for(pilot, dialog_ready)
         await pilot.press("shift+tab", "ctrl+a", "ctrl+k", *"0", "enter")
         await settle(pilot)
         assert isinstance(app.screen, QueueLimitScreen)  # 0 is refused, beside the field
         await pilot.press("ctrl+a", "ctrl+k", *"2", "enter")
-        await settle(pilot)
-        [queue] = demo_store.queues(0)
-        assert queue.max_running == 2
+        await wait_for(pilot, lambda: limit() == 2)
+        await wait_for(pilot, lambda: not isinstance(app.screen, QueueLimitScreen))
         await pilot.press("L")
-        await settle(pilot)
+        await wait_for(pilot, dialog_ready)
         await pilot.press("shift+tab", "ctrl+a", "ctrl+k", *"none", "enter")
-        await settle(pilot)
-        [queue] = demo_store.queues(0)
-        assert queue.max_running is None
+        await wait_for(pilot, lambda: limit() is None)
         assert [e.subject for e in demo_store.actions()] == [
             "default max_running=none",
             "default max_running=2",
