@@ -21,6 +21,7 @@ from psycopg import errors as pg_errors
 
 from ..base import StoreBusyError, StoreError
 from . import schema
+from .statements import SQL
 from .url import Target
 
 T = TypeVar("T")
@@ -46,8 +47,6 @@ LOCK_TIMEOUT_MS = 10_000
 # Conflicts PostgreSQL resolves by aborting one transaction: it is run again, this often.
 RETRIES = 5
 _RETRIED = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure, pg_errors.LockNotAvailable)
-
-NOW_MS = "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 
 
 class Database:
@@ -204,7 +203,7 @@ class Database:
     def _read_clock(self, wait: float) -> tuple[int, float]:
         with self.connection(wait) as conn:
             before = time.monotonic()
-            row = conn.execute(NOW_MS).fetchone()
+            row = conn.execute(SQL["now_ms"]).fetchone()
             after = time.monotonic()
         assert row is not None
         return int(row[0]), (before + after) / 2

@@ -22,9 +22,6 @@ SELECT * FROM jobs WHERE idempotency_key = %s
 -- name: job_by_id
 SELECT * FROM jobs WHERE id = %s
 
--- name: stored_id_among
-SELECT id FROM jobs WHERE id = ANY(%s) LIMIT 1
-
 -- name: job_attempts
 SELECT j.id AS job_id, a.number, a.worker_id, a.scheduled_at, a.started_at, a.finished_at,
        a.exit_code, a.outcome, a.output, a.error
@@ -215,11 +212,10 @@ SELECT slot, sum(completed)::bigint, sum(failed)::bigint
  WHERE %(queue)s::text IS NULL OR queue = %(queue)s
  GROUP BY slot
 
--- name: try_fold_lock
-SELECT pg_try_advisory_xact_lock(hashtext(current_schema() || '.fold'))
-
 -- name: fold
-SELECT fold_deltas()
+-- Fold the counters' deltas, unless another store is at it (one folder at a time): one
+-- statement, its own transaction.
+SELECT fold_deltas() WHERE pg_try_advisory_xact_lock(hashtext(current_schema() || '.fold'))
 
 
 -- == metrics =================================================================================
