@@ -53,6 +53,8 @@ def test_sighup_stops_gracefully_and_the_job_runs_exactly_once(queue: Queue) -> 
     pool = queue.start_pool(count=1)
     job_id = queue.enqueue(f"echo start >> {marks}; sleep 2; echo end >> {marks}", "hup")
     queue.wait_state(job_id, JobState.PROCESSING)
+    # Started, not only claimed: a job claimed as the stop arrives is handed back unstarted.
+    wait_until(lambda: marks.exists(), what="the job to start")
     pool.signal(signal.SIGHUP)
     assert pool.wait_event("pool stopping")["reason"] == "SIGHUP"
     assert pool.wait() == 0
