@@ -3,9 +3,12 @@ enqueue, the pool's per thread, and the whole machine's, per job.
 
     python scripts/measure_mixed_cpu.py 1000          # a producer paced at 1,000 jobs/s
     python scripts/measure_mixed_cpu.py 0 --jobs 3000 # flat out
+    python scripts/measure_mixed_cpu.py 945 --timings # and where the dispatcher's time goes
 
 Prints the enqueue rate, the pool's throughput while the producer ran, the end-to-end p50 and
-p95, how busy the cores were, and CPU per job. Linux only (it reads /proc).
+p95, how busy the cores were, and CPU per job. With --timings, also the dispatcher's wall
+clock and CPU per job in its exchanges, in starting commands and inside `posix_spawn` (over the
+pool's whole life). Linux only (it reads /proc).
 """
 
 from __future__ import annotations
@@ -43,8 +46,15 @@ def main() -> None:
     parser.add_argument("rate", type=float, help="enqueues per second; 0: flat out")
     parser.add_argument("--jobs", type=int, default=3000)
     parser.add_argument("--workers", type=int, default=10)
+    parser.add_argument("--timings", action="store_true", help="time the dispatcher's calls")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="queuectl-mixed-"))
+    if args.timings:
+        timings = folder / "timings"
+        timings.mkdir()
+        os.environ["QUEUECTL_TIMINGS_DIR"] = str(timings)
+        paths = [str(Path(__file__).with_name("dispatch_timings")), os.environ.get("PYTHONPATH")]
+        os.environ["PYTHONPATH"] = os.pathsep.join(path for path in paths if path)
     database = folder / "mixed.db"
     open_store(database).close()
     with (
@@ -83,6 +93,18 @@ def main() -> None:
         spent = after - threads_before.get(tid, 0.0)
         if spent > 0:
             print(f"  pool thread {tid}: {spent / jobs * 1e6:.0f} µs/job")
+    if args.timings:
+        print_timings(folder / "timings" / f"{pool.pid}.json", jobs)
+
+
+def print_timings(path: Path, jobs: int) -> None:
+    """The dispatcher's calls, per job: "start" includes the posix_spawn calls it made."""
+    totals = json.loads(path.read_text(encoding="utf-8"))
+    for name, (wall, cpu, calls) in totals.items():
+        print(
+            f"  {name}: wall {wall / jobs * 1e6:.0f} µs/job, CPU {cpu / jobs * 1e6:.0f} µs/job "
+            f"({calls:,} calls)"
+        )
 
 
 if __name__ == "__main__":
