@@ -49,6 +49,7 @@ def main() -> None:
     parser.add_argument("--timings", action="store_true", help="time the dispatcher's calls")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="queuectl-mixed-"))
+    producer_env = dict(os.environ)  # the producer runs without the timings' hooks
     if args.timings:
         timings = folder / "timings"
         timings.mkdir()
@@ -65,7 +66,9 @@ def main() -> None:
         threads_before, machine_before = thread_cpu(pool.pid), machine_ticks()
         out = folder / "producer.json"
         producer = [sys.executable, "-m", "queuectl_tui.bench.producer", str(database), "j"]
-        subprocess.run([*producer, str(args.jobs), str(args.rate), str(out)], check=True)
+        subprocess.run(
+            [*producer, str(args.jobs), str(args.rate), str(out)], check=True, env=producer_env
+        )
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
         threads_after, machine_after = thread_cpu(pool.pid), machine_ticks()
         report = json.loads(out.read_text(encoding="utf-8"))

@@ -161,7 +161,7 @@ async def test_shift_l_sets_and_lifts_the_selected_queue_s_limit(
 
     def dialog_ready() -> bool:  # keys typed before the dialog takes them are not read
         screen = app.screen
-        return isinstance(screen, QueueLimitScreen) and getattr(screen, "ready", True)
+        return isinstance(screen, QueueLimitScreen) and screen.ready
 
     def limit() -> int | None:
         [queue] = demo_store.queues(0)

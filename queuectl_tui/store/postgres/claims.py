@@ -77,12 +77,9 @@ def exchange(
     a limit was open to the pool: then the claims are made the slower way, here when
     `under_limits`, else by the caller (who must, in a transaction: see claim_under_limits)."""
     # Job rows are locked in seq order (as recovery locks them), whatever order runs ended in.
-    completed = sorted(
-        (s for s in settlements if s.outcome is Outcome.COMPLETED), key=lambda s: s.job.seq
-    )
-    others = sorted(
-        (s for s in settlements if s.outcome is not Outcome.COMPLETED), key=lambda s: s.job.seq
-    )
+    in_seq_order = sorted(settlements, key=lambda s: s.job.seq)
+    completed = [s for s in in_seq_order if s.outcome is Outcome.COMPLETED]
+    others = [s for s in in_seq_order if s.outcome is not Outcome.COMPLETED]
     results: dict[int, SettleResult] = {}
     touched: dict[str, WorkerTouch] = {}
     if others:
