@@ -195,6 +195,8 @@ class Worker:
     current_job: str | None
     jobs_done: int
     jobs_failed: int
+    # The boot and PID namespace `pid` belongs to (engine/identity.py); "" when unknown.
+    pid_namespace: str = ""
 
     def is_stale(self, now: int, stale_after_s: float) -> bool:
         """Active, yet silent for longer than a pool waits before declaring it lost."""
@@ -214,6 +216,7 @@ class Worker:
             "current_job": self.current_job,
             "jobs_done": self.jobs_done,
             "jobs_failed": self.jobs_failed,
+            "pid_namespace": self.pid_namespace,
         }
 
 

@@ -11,7 +11,8 @@ so signalling the group does not reach it. Two mechanisms find such processes:
   CGROUP_AFTER seconds is moved, with every descendant it has by then, into a cgroup of its
   own, which is killed as a whole. This also catches a descendant that clears its
   environment. A run that ends sooner costs no cgroup at all (a cgroup per run would add
-  about a fifth to the pool's CPU per trivial job).
+  about a fifth to the pool's CPU per trivial job). The run cgroups of a pool that died are
+  killed by the next pool that proves it dead (see the cgroup section below).
 
 The orphans the pool gains are reaped here as well, so that no zombie accumulates.
 """
@@ -21,18 +22,20 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import fcntl
 import logging
 import os
 import resource
+import secrets
 import signal
-import socket
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from ..config import ConfigError, Settings
 from ..location import absolute
-from . import procfs
+from . import events, procfs
+from .identity import pool_id
 
 CGROUPS_ENV = "QUEUECTL_CGROUPS"  # "off": never use cgroups, only the subreaper path
 CGROUP_AFTER = 0.2  # seconds a run runs before it gets a cgroup of its own
@@ -206,7 +209,7 @@ def stop_strays(running: Iterable[RunProcesses]) -> None:
     if not orphans:
         return
     reap_orphans(orphans)
-    ours = f"QUEUECTL_WORKER={socket.gethostname()}:{os.getpid()}:".encode()
+    ours = f"QUEUECTL_WORKER={pool_id()}:".encode()
     live = [processes.markers for processes in running]
     for pid in orphans:
         env = environment(pid)
@@ -307,17 +310,27 @@ class RunProcesses:
 
 
 # -- cgroup v2 -----------------------------------------------------------------------------
+#
+# Each pool process makes one directory under its own cgroup, queuectl-pool-TOKEN (TOKEN is
+# random: pids repeat across PID namespaces and over time), and holds an exclusive flock on
+# it for as long as the directory exists. The kernel drops the lock when the pool dies
+# however it dies, and the lock lives on the cgroup's inode, so every namespace and mount
+# sees the same one. A pool sweeps another pool's directory only after taking that lock
+# itself: proof that its owner is gone, which no pid looked up in /proc can give.
 
 _parent: Path | bool | None = False  # False: not looked for yet
 _pool_dir: Path | None = None
+_pool_lock: int | None = None  # the descriptor holding the flock on _pool_dir
+_pool_pid = 0  # the process that made _pool_dir (a forked child makes its own)
 _next_run = 0
-_predecessor_swept = False
+_POOL_PREFIX = f"{_POOL_DIR_PREFIX}pool-"
+_PROBE_PREFIX = f"{_POOL_DIR_PREFIX}probe-"
 
 
 def cgroup_parent() -> Path | None:
     """The cgroup this process is in, if it lies in a writable cgroup v2 hierarchy that
-    can kill a cgroup as a whole (cgroup.kill, Linux 5.14+) and QUEUECTL_CGROUPS is not
-    "off"."""
+    can kill a cgroup as a whole (cgroup.kill, Linux 5.14+) and lock a directory (flock),
+    and QUEUECTL_CGROUPS is not "off"."""
     global _parent
     if _parent is False:
         # Looked up once per process: this runs at the start of every run.
@@ -336,14 +349,14 @@ def _find_cgroup_parent() -> Path | None:
     except (OSError, StopIteration):
         return None
     parent = mount / own.lstrip("/")
-    probe = parent / f"{_POOL_DIR_PREFIX}probe-{os.getpid()}"
-    try:
-        probe.mkdir()
-    except OSError:
+    made = _make_locked_dir(parent, _PROBE_PREFIX)
+    if made is None:
         return None
+    probe, lock = made
     usable = (probe / "cgroup.kill").exists()
     with contextlib.suppress(OSError):
         probe.rmdir()
+    os.close(lock)
     return parent if usable else None
 
 
@@ -359,31 +372,68 @@ def _cgroup2_mount() -> Path | None:
     return None
 
 
-def pool_cgroup_dir(pid: int) -> Path | None:
-    parent = cgroup_parent()
-    return None if parent is None else parent / f"{_POOL_DIR_PREFIX}{pid}"
+def _make_locked_dir(parent: Path, prefix: str) -> tuple[Path, int] | None:
+    """A new directory PREFIX+TOKEN under `parent`, created and locked by this process; None
+    where no directory can be made or locked there (then nothing could prove it ours)."""
+    for _ in range(8):
+        path = parent / f"{prefix}{secrets.token_hex(8)}"
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        except OSError:
+            return None
+        lock = _lock_dir(path)
+        if lock is None:
+            with contextlib.suppress(OSError):
+                path.rmdir()
+            return None
+        if lock < 0:
+            continue  # a sweep took it between mkdir and flock: it removes it, try another
+        try:
+            # A sweep may have removed it after mkdir and before our flock.
+            still_there = os.stat(path).st_ino == os.fstat(lock).st_ino
+        except OSError:
+            still_there = False
+        if still_there:
+            return path, lock
+        os.close(lock)
+    return None
+
+
+def _lock_dir(path: Path) -> int | None:
+    """The descriptor of `path` with an exclusive flock on it; -1 when another process holds
+    the lock; None when the directory cannot be opened or locked at all."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return -1
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
 
 
 def new_run_cgroup() -> Path | None:
     """A fresh cgroup under this pool's own directory, or None if none can be made."""
-    global _pool_dir, _next_run, _predecessor_swept
-    if _pool_dir is None:
-        pool_dir = pool_cgroup_dir(os.getpid())
-        if pool_dir is None:
+    global _pool_dir, _pool_lock, _pool_pid, _next_run
+    if _pool_dir is None or _pool_pid != os.getpid():
+        parent = cgroup_parent()
+        if parent is None:
             return None
-        if not _predecessor_swept:
-            # A directory of our pid found before we made one is a dead predecessor's; those
-            # of other dead pools may hold what their runs left.
-            _predecessor_swept = True
-            sweep_pool_cgroup(pool_dir)
-            sweep_dead_pools()
-        try:
-            pool_dir.mkdir()
-        except FileExistsError:
-            pass  # another pool of this process made it
-        except OSError:
+        first = _pool_pid == 0
+        made = _make_locked_dir(parent, _POOL_PREFIX)
+        if made is None:
             return None
-        _pool_dir = pool_dir
+        _pool_dir, _pool_lock = made
+        _pool_pid = os.getpid()
+        if first:
+            sweep_dead_pools()  # what the runs of pools that died left behind
     _next_run += 1
     cgroup = _pool_dir / f"run-{_next_run}"
     try:
@@ -394,10 +444,13 @@ def new_run_cgroup() -> Path | None:
 
 
 def release_pool_cgroup() -> None:
-    """Remove this pool's cgroup directory once no run uses it."""
-    global _pool_dir
-    if _pool_dir is not None and remove_cgroup(_pool_dir):
-        _pool_dir = None
+    """Remove this pool's cgroup directory once no run uses it, and let go of its lock."""
+    global _pool_dir, _pool_lock
+    if _pool_dir is None or _pool_pid != os.getpid() or not remove_cgroup(_pool_dir):
+        return
+    if _pool_lock is not None:
+        os.close(_pool_lock)
+    _pool_dir = _pool_lock = None
 
 
 def move_to_cgroup(cgroup: Path, pid: int) -> bool:
@@ -437,7 +490,7 @@ def remove_cgroup(cgroup: Path) -> bool:
 
 def sweep_pool_cgroup(pool_dir: Path) -> int:
     """Kill what is left in a dead pool's cgroups and remove them; returns how many
-    processes were still there."""
+    processes were still there. The caller holds the directory's lock."""
     try:
         runs = [entry for entry in pool_dir.iterdir() if entry.is_dir()]
     except OSError:
@@ -456,26 +509,35 @@ def sweep_pool_cgroup(pool_dir: Path) -> int:
 
 
 def sweep_dead_pools() -> int:
-    """Remove the cgroups of dead pools of this host that share this pool's parent cgroup,
-    killing what is left in them. Returns how many processes were killed."""
+    """Remove the cgroups of dead pools that share this pool's parent cgroup, killing what is
+    left in them: only directories whose lock this process can take, so whose owner is gone.
+    Returns how many processes were killed."""
     parent = cgroup_parent()
     if parent is None:
         return 0
     try:
-        entries = [entry for entry in parent.iterdir() if entry.name.startswith(_POOL_DIR_PREFIX)]
+        entries = [
+            entry
+            for entry in parent.iterdir()
+            if entry.name.startswith((_POOL_PREFIX, _PROBE_PREFIX)) and entry != _pool_dir
+        ]
     except OSError:
         return 0
     killed = 0
     for entry in entries:
-        pid_text = entry.name[len(_POOL_DIR_PREFIX) :]
-        probe = pid_text.startswith("probe-")
-        pid_text = pid_text.removeprefix("probe-")
-        if not pid_text.isdigit() or int(pid_text) == os.getpid():
-            continue
-        if procfs.pid_alive(int(pid_text)):
-            continue
-        if probe:
-            remove_cgroup(entry)  # its pool died while it looked for cgroups
-        else:
-            killed += sweep_pool_cgroup(entry)
+        lock = _lock_dir(entry)
+        if lock is None or lock < 0:
+            continue  # its pool lives (or it is gone already)
+        try:
+            left = sweep_pool_cgroup(entry)
+        finally:
+            os.close(lock)
+        if left:
+            events.event(
+                "killed what a dead pool left",
+                level=logging.WARNING,
+                cgroup=str(entry),
+                killed=left,
+            )
+        killed += left
     return killed

@@ -51,6 +51,7 @@ from ..timeutil import human_seconds, now_ms, to_iso
 from . import events, procfs
 from .containment import ensure_descriptors, pool_orphans, prepare_pool_process, reap_orphans
 from .dispatch import Dispatcher, PoolContext
+from .identity import pid_namespace, pool_id, same_pid_namespace
 from .procfs import pid_alive
 from .retention import Retention
 from .retry import retry_store_call
@@ -95,12 +96,12 @@ class Detached:
 
 
 def worker_is_running(worker: Worker, stale_after_s: float, now: int) -> bool:
-    """Whether an active worker row belongs to a live pool: on this host its process must
-    exist (and not be a newer process that reused the pid); elsewhere its heartbeat must be
-    fresh."""
+    """Whether an active worker row belongs to a live pool: in this PID namespace its process
+    must exist (and not be a newer process that reused the pid); elsewhere (another host, a
+    container, an unshared namespace) its heartbeat must be fresh."""
     if worker.status not in ACTIVE_WORKER_STATUSES:
         return False
-    if worker.host == socket.gethostname():
+    if same_pid_namespace(worker.pid_namespace):
         return pid_alive(worker.pid) and not pid_reused(worker, now)
     return not worker.is_stale(now, stale_after_s)
 
@@ -143,9 +144,9 @@ def process_started_ms(pid: int | None = None) -> int | None:
 
 
 def worker_shown_status(worker: Worker, stale_after_s: float, now: int) -> WorkerStatus:
-    """The status to show: HUNG for an active worker whose pool runs on this host yet has
-    been silent for longer than the stale timeout (frozen, or its dispatcher hangs)."""
-    if not worker.is_stale(now, stale_after_s) or worker.host != socket.gethostname():
+    """The status to show: HUNG for an active worker whose pool runs in this PID namespace
+    yet has been silent for longer than the stale timeout (frozen, or its dispatcher hangs)."""
+    if not worker.is_stale(now, stale_after_s) or not same_pid_namespace(worker.pid_namespace):
         return worker.status
     if pid_alive(worker.pid) and not pid_reused(worker, now):
         return WorkerStatus.HUNG
@@ -165,7 +166,8 @@ class Pool:
         self.wake_mode = wake_mode
         self.host = socket.gethostname()
         self.pid = os.getpid()
-        self.pool_id = f"{self.host}:{self.pid}"
+        self.pid_namespace = pid_namespace()
+        self.pool_id = pool_id()
         self.started_at = 0  # this host's clock: for the uptime in the closing line
         # A stop request counts if it came after our registration (the store says which) or
         # after `launched_at`: for `worker start`, when its process started, so that a
@@ -343,6 +345,7 @@ class Pool:
                     current_job=None,
                     jobs_done=0,
                     jobs_failed=0,
+                    pid_namespace=self.pid_namespace,
                 )
             )
             self._next_index += 1
@@ -473,10 +476,11 @@ class Pool:
         for worker in active:
             if worker.id in mine:
                 continue
-            if worker.host == self.host:
+            if same_pid_namespace(worker.pid_namespace):
                 # Here the process table is the truth: a live pool whose heartbeat lags behind
                 # a long write (a huge bulk enqueue holds the lock) is not lost, unless it has
-                # been silent for so long that it must be frozen or hung.
+                # been silent for so long that it must be frozen or hung. Only in our own PID
+                # namespace: elsewhere its pid names some other process, or none.
                 if worker.pid != self.pid and pid_alive(worker.pid):
                     if pid_reused(worker, now):
                         reason = f"process {worker.pid} is a new process (the pid was reused)"
@@ -491,9 +495,9 @@ class Pool:
                 else:
                     reason = f"process {worker.pid} is gone"
             elif worker.is_stale(now, self.settings.stale_worker_timeout):
-                # A pool of another host is judged by its heartbeats alone: only by a pool
-                # whose own went through steadily meanwhile, so that what held the database
-                # back (an outage, a lock) is not taken for the other host's death.
+                # A pool of another host (or PID namespace) is judged by its heartbeats alone:
+                # only by a pool whose own went through steadily meanwhile, so that what held
+                # the database back (an outage, a lock) is not taken for the other's death.
                 if not self._may_judge_others(now):
                     continue
                 silent = human_seconds((now - worker.last_heartbeat) / 1000)

@@ -123,4 +123,5 @@ def worker_values(worker: Worker) -> tuple[object, ...]:
         worker.current_job,
         worker.jobs_done,
         worker.jobs_failed,
+        worker.pid_namespace,
     )

@@ -367,14 +367,14 @@ SELECT * FROM jobs WHERE seq = %s
 
 -- name: register_worker
 INSERT INTO workers (id, pool_id, pid, host, status, started_at, last_heartbeat, stopped_at,
-                     current_job, jobs_done, jobs_failed)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                     current_job, jobs_done, jobs_failed, pid_namespace)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT (id) DO UPDATE SET
     pool_id = excluded.pool_id, pid = excluded.pid, host = excluded.host,
     status = excluded.status, started_at = excluded.started_at,
     last_heartbeat = excluded.last_heartbeat, stopped_at = excluded.stopped_at,
     current_job = excluded.current_job, jobs_done = excluded.jobs_done,
-    jobs_failed = excluded.jobs_failed
+    jobs_failed = excluded.jobs_failed, pid_namespace = excluded.pid_namespace
 
 -- name: heartbeat_among
 UPDATE workers SET last_heartbeat = %s
@@ -388,17 +388,17 @@ UPDATE workers SET status = %s, current_job = %s, last_heartbeat = %s,
 
 -- name: list_workers
 SELECT id, pool_id, pid, host, status, started_at, last_heartbeat, stopped_at, current_job,
-       jobs_done, jobs_failed
+       jobs_done, jobs_failed, pid_namespace
   FROM workers ORDER BY started_at DESC, id
 
 -- name: list_active_workers
 SELECT id, pool_id, pid, host, status, started_at, last_heartbeat, stopped_at, current_job,
-       jobs_done, jobs_failed
+       jobs_done, jobs_failed, pid_namespace
   FROM workers WHERE status IN ('idle', 'busy', 'stopping') ORDER BY started_at DESC, id
 
 -- name: active_workers_by_id
 SELECT id, pool_id, pid, host, status, started_at, last_heartbeat, stopped_at, current_job,
-       jobs_done, jobs_failed
+       jobs_done, jobs_failed, pid_namespace
   FROM workers WHERE status IN ('idle', 'busy', 'stopping') ORDER BY id
 
 -- name: prune_workers

@@ -411,8 +411,9 @@ SELECT seq, id, command, state, priority, run_at, max_retries, timeout, attempts
 
 -- name: register_worker
 INSERT OR REPLACE INTO workers (id, pool_id, pid, host, status, started_at, last_heartbeat,
-                                stopped_at, current_job, jobs_done, jobs_failed)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                stopped_at, current_job, jobs_done, jobs_failed,
+                                pid_namespace)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 
 -- name: heartbeat_among
 UPDATE workers SET last_heartbeat = ?
@@ -426,17 +427,17 @@ UPDATE workers SET status = ?, current_job = ?, last_heartbeat = ?,
 
 -- name: list_workers
 SELECT id, pool_id, pid, host, status, started_at, last_heartbeat, stopped_at, current_job,
-       jobs_done, jobs_failed
+       jobs_done, jobs_failed, pid_namespace
   FROM workers ORDER BY started_at DESC, id
 
 -- name: list_active_workers
 SELECT id, pool_id, pid, host, status, started_at, last_heartbeat, stopped_at, current_job,
-       jobs_done, jobs_failed
+       jobs_done, jobs_failed, pid_namespace
   FROM workers WHERE status IN ('idle', 'busy', 'stopping') ORDER BY started_at DESC, id
 
 -- name: active_workers_by_id
 SELECT id, pool_id, pid, host, status, started_at, last_heartbeat, stopped_at, current_job,
-       jobs_done, jobs_failed
+       jobs_done, jobs_failed, pid_namespace
   FROM workers WHERE status IN ('idle', 'busy', 'stopping') ORDER BY id
 
 -- name: prune_workers
