@@ -95,7 +95,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         int,
         0,
         100,
-        "retries after the first attempt for new jobs (fixed at enqueue)",
+        "retries after the first attempt, for jobs enqueued from now on",
         applies=AT_ENQUEUE,
     ),
     SettingSpec(
@@ -103,7 +103,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         float,
         1.0,
         60.0,
-        "retry n waits backoff_base**n seconds (read when a job fails)",
+        "retry n waits backoff_base**n seconds",
         applies=NEXT_FAILURE,
     ),
     SettingSpec(
@@ -111,7 +111,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         float,
         1.0,
         30 * 86400.0,
-        "upper bound in seconds on one retry delay (read when a job fails)",
+        "upper bound in seconds on one retry delay",
         applies=NEXT_FAILURE,
     ),
     SettingSpec(
@@ -119,7 +119,8 @@ SETTINGS: tuple[SettingSpec, ...] = (
         float,
         0.001,
         7 * 86400.0,
-        "seconds a job may run when it sets no timeout of its own (fixed at claim)",
+        "seconds a job may run when it sets no timeout of its own (a run keeps the timeout "
+        "it started with)",
         applies=NEXT_RUN,
     ),
     SettingSpec(
@@ -215,7 +216,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         0,
         10**12,
         "jobs waiting to run (pending and failed) beyond which HTTP submissions get 429 "
-        "(0: no limit; read when `serve` starts)",
+        "(0: no limit)",
         applies=SERVER_RESTART,
     ),
     SettingSpec(
@@ -223,7 +224,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         int,
         1024,
         64 * 1024 * 1024,
-        "bytes of an HTTP request body beyond which it gets 413 (read when `serve` starts)",
+        "bytes of an HTTP request body beyond which it gets 413",
         applies=SERVER_RESTART,
     ),
 )

@@ -45,7 +45,7 @@ def _finished(queue: Queue, job_id: str, state: JobState, timeout: float = 40.0)
 
 def test_job_timeout_reaches_the_next_run(queue: Queue) -> None:
     _pool(queue, job_timeout=300)
-    queue.cli("config", "set", "job-timeout", "2")
+    assert "next run" in queue.cli("config", "set", "job-timeout", "2").stdout
     job_id = queue.enqueue("sleep 60", max_retries=0)
     attempt = _finished(queue, job_id, JobState.DEAD)
     assert (attempt.outcome, attempt.error) == (Outcome.TIMEOUT, "timed out after 2 s")
@@ -101,7 +101,8 @@ def test_a_broken_config_file_keeps_the_last_good_settings(queue: Queue) -> None
 
 def test_a_setting_that_needs_a_restart_is_logged_and_left_alone(queue: Queue) -> None:
     pool = _pool(queue)
-    queue.cli("config", "set", "max-retries", "7")  # not read by pools at all
+    answer = queue.cli("config", "set", "max-retries", "7").stdout
+    assert "running servers and consoles after a restart" in answer
     queue.cli("config", "set", "keep-dead-days", "3")
     pool.wait_event("settings need a restart of the pool", settings="keep-dead-days")
     assert pool.events("settings applied") == []
