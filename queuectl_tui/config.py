@@ -42,6 +42,17 @@ TOKENS_KEY = "http_tokens"
 MIN_TOKEN_LENGTH = 16
 HUNG_POOL_FACTOR = 4  # the default hung-pool-timeout, in stale-worker-timeouts
 
+# When a changed setting reaches what already runs: `config set` says it, `config list` shows
+# whether it is live. A running pool re-reads the live ones (see engine/live_settings.py).
+NEXT_RUN = "running pools use it from their next run"
+NEXT_FAILURE = "running pools use it from their next failure"
+POOL_RESTART = "running pools apply it after a restart"
+ALL_RESTART = "new commands use it; running pools, servers and consoles after a restart"
+SERVER_RESTART = "a running `queuectl serve` applies it after a restart"
+AT_ENQUEUE = "jobs get it as they are enqueued; running servers and consoles after a restart"
+NEXT_START = "the next `worker start` without --count uses it"
+LIVE_WHEN = {NEXT_RUN: "next run", NEXT_FAILURE: "next failure"}
+
 
 class ConfigError(ConfigurationError):
     """A setting or config file that cannot be used; the message says which and why."""
@@ -58,10 +69,16 @@ class SettingSpec:
     help: str
     choices: tuple[int, ...] = ()  # when set, the only values allowed
     check: Callable[[str], object] | None = None  # a text setting's own rule (raises ConfigError)
+    applies: str = POOL_RESTART  # when a change reaches what already runs
 
     @property
     def cli_name(self) -> str:
         return self.key.replace("_", "-")
+
+    @property
+    def live(self) -> str | None:
+        """'next run' or 'next failure' if running pools apply a change, else None."""
+        return LIVE_WHEN.get(self.applies)
 
 
 SETTINGS: tuple[SettingSpec, ...] = (
@@ -71,34 +88,40 @@ SETTINGS: tuple[SettingSpec, ...] = (
         None,
         None,
         "the queue: a SQLite file or a sqlite:/// URL (relative paths: to the config file)",
+        applies=ALL_RESTART,
     ),
     SettingSpec(
         "max_retries",
         int,
         0,
         100,
-        "retries after the first attempt for new jobs (fixed at enqueue)",
+        "retries after the first attempt, for jobs enqueued from now on",
+        applies=AT_ENQUEUE,
     ),
     SettingSpec(
         "backoff_base",
         float,
         1.0,
         60.0,
-        "retry n waits backoff_base**n seconds (read when a job fails)",
+        "retry n waits backoff_base**n seconds",
+        applies=NEXT_FAILURE,
     ),
     SettingSpec(
         "max_backoff",
         float,
         1.0,
         30 * 86400.0,
-        "upper bound in seconds on one retry delay (read when a job fails)",
+        "upper bound in seconds on one retry delay",
+        applies=NEXT_FAILURE,
     ),
     SettingSpec(
         "job_timeout",
         float,
         0.001,
         7 * 86400.0,
-        "seconds a job may run when it sets no timeout of its own (fixed at claim)",
+        "seconds a job may run when it sets no timeout of its own (a run keeps the timeout "
+        "it started with)",
+        applies=NEXT_RUN,
     ),
     SettingSpec(
         "stale_worker_timeout",
@@ -106,6 +129,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         1.0,
         86400.0,
         "seconds without a heartbeat before a worker counts as lost",
+        applies=ALL_RESTART,
     ),
     SettingSpec(
         "heartbeat_interval",
@@ -122,13 +146,21 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "seconds a pool on this host may be alive but silent before another pool kills it and "
         "recovers its jobs (0: four times stale-worker-timeout)",
     ),
-    SettingSpec("default_workers", int, 1, 256, "workers a pool starts when --count is not given"),
+    SettingSpec(
+        "default_workers",
+        int,
+        1,
+        256,
+        "workers a pool starts when --count is not given",
+        applies=NEXT_START,
+    ),
     SettingSpec(
         "output_limit",
         int,
         0,
         64 * 1024 * 1024,
         "bytes of output kept per attempt (the tail is kept)",
+        applies=NEXT_RUN,
     ),
     SettingSpec(
         "kill_grace",
@@ -136,6 +168,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         0.0,
         300.0,
         "seconds between TERM and KILL when a job's process group is stopped",
+        applies=NEXT_RUN,
     ),
     SettingSpec(
         "file_mode",
@@ -145,6 +178,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "permissions of the files queuectl creates (database, its -wal/-shm/-lock, workers log, "
         "config): 600 owner only, 660 shared with the group",
         choices=(600, 660),
+        applies=ALL_RESTART,
     ),
     SettingSpec(
         "keep_completed_days",
@@ -182,17 +216,21 @@ SETTINGS: tuple[SettingSpec, ...] = (
         0,
         10**12,
         "jobs waiting to run (pending and failed) beyond which HTTP submissions get 429 "
-        "(0: no limit; read when `serve` starts)",
+        "(0: no limit)",
+        applies=SERVER_RESTART,
     ),
     SettingSpec(
         "http_body_limit",
         int,
         1024,
         64 * 1024 * 1024,
-        "bytes of an HTTP request body beyond which it gets 413 (read when `serve` starts)",
+        "bytes of an HTTP request body beyond which it gets 413",
+        applies=SERVER_RESTART,
     ),
 )
 SETTINGS_BY_KEY: dict[str, SettingSpec] = {spec.key: spec for spec in SETTINGS}
+# The settings a running pool takes from a changed config file.
+LIVE_KEYS: tuple[str, ...] = tuple(spec.key for spec in SETTINGS if spec.live)
 
 # Names used by the QueueCTL reference's config.json, read as ours.
 ALIASES: dict[str, str] = {
@@ -459,6 +497,33 @@ def load_settings(
         settings = replace(settings, database=normalise(override))
     _check_intervals(settings)
     return settings
+
+
+@dataclass(frozen=True, slots=True)
+class SettingsSource:
+    """How a process loaded its settings, so that it can load them again later: the same
+    flags and the environment as it was then, so that whatever they set keeps winning over
+    the file. `file` is the config file that `config set` writes for it, as an absolute path,
+    whether or not it exists yet."""
+
+    config_path: str | None
+    db_path: str | None
+    env: Mapping[str, str]
+    file: Path
+
+    @classmethod
+    def capture(
+        cls,
+        config_path: str | None = None,
+        db_path: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> SettingsSource:
+        env = dict(os.environ if env is None else env)
+        path, _ = resolve_config_path(config_path, env)
+        return cls(config_path, db_path, env, path.absolute())
+
+    def load(self) -> Settings:
+        return load_settings(self.config_path, self.db_path, self.env)
 
 
 def _check_intervals(settings: Settings) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from queuectl_tui.config import ConfigError, load_settings, setting_spec, write_setting
+from queuectl_tui.config import SETTINGS, ConfigError, load_settings, setting_spec, write_setting
 
 from helpers import clean_env
 
@@ -251,3 +251,60 @@ def test_the_database_setting_takes_its_earlier_name_and_replaces_it(tmp_path: P
     write_setting(path, "database", "sqlite:///var/q.db")
     assert json.loads(path.read_text()) == {"database": "sqlite:///var/q.db"}
     assert load_settings(str(path), None, {}).database == "/var/q.db"
+
+
+# -- what a change reaches ---------------------------------------------------------------------
+def _queuectl(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "queuectl_tui", "--config", str(config), *args],
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "reach"),
+    [
+        ("job-timeout", "3", "running pools use it from their next run"),
+        ("output-limit", "1000", "running pools use it from their next run"),
+        ("kill-grace", "1", "running pools use it from their next run"),
+        ("backoff-base", "3", "running pools use it from their next failure"),
+        ("max-backoff", "60", "running pools use it from their next failure"),
+        ("heartbeat-interval", "1", "running pools apply it after a restart"),
+        ("keep-dead-days", "3", "running pools apply it after a restart"),
+        ("max-retries", "5", "jobs get it as they are enqueued; running servers and consoles"),
+        ("http-body-limit", "2048", "a running `queuectl serve` applies it after a restart"),
+    ],
+)
+def test_config_set_says_when_running_pools_apply_the_change(
+    tmp_path: Path, key: str, value: str, reach: str
+) -> None:
+    config = tmp_path / "config.json"
+    result = _queuectl(config, "config", "set", key, value)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"{key} = {value} (saved to {config}): {reach}")
+    assert result.stdout.count("\n") == 1
+
+
+def test_config_list_and_set_help_name_the_live_settings(tmp_path: Path) -> None:
+    config = tmp_path / "config.json"
+    config.write_text("{}")
+    listed = _queuectl(config, "config", "list").stdout
+    cells = [[cell.strip() for cell in line.split("│")[1:-1]] for line in listed.splitlines()]
+    live = {row[0]: row[3] for row in cells if len(row) == 5 and row[0]}
+    assert len(live) == len(SETTINGS)
+    assert {name: when for name, when in live.items() if when != "no"} == {
+        "job-timeout": "next run",
+        "output-limit": "next run",
+        "kill-grace": "next run",
+        "backoff-base": "next failure",
+        "max-backoff": "next failure",
+    }
+    helped = " ".join(_queuectl(config, "config", "set", "--help").stdout.split())
+    assert (
+        "Running pools apply job-timeout, output-limit and kill-grace from their next run, and "
+        "backoff-base and max-backoff from their next failure, without a restart. Every other "
+        "setting reaches running pools and servers only when they restart"
+    ) in helped

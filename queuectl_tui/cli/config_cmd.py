@@ -6,13 +6,36 @@ import os
 
 import typer
 
-from ..config import SETTINGS, Settings, resolve_config_path, setting_spec, write_setting
+from ..config import (
+    NEXT_FAILURE,
+    NEXT_RUN,
+    SETTINGS,
+    Settings,
+    resolve_config_path,
+    setting_spec,
+    write_setting,
+)
 from .context import guarded, print_json, state
 
 app = typer.Typer(
     help="Show and change settings (stored in the config file).",
     no_args_is_help=True,
     rich_markup_mode=None,
+)
+
+
+def _names(applies: str) -> str:
+    """The settings whose changes reach running pools this way, as 'a, b and c'."""
+    names = [spec.cli_name for spec in SETTINGS if spec.applies == applies]
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+
+
+# Which settings are live, from the same table as `config list` and `config set`'s answer.
+LIVE_SUMMARY = (
+    f"Running pools apply {_names(NEXT_RUN)} from their next run, and {_names(NEXT_FAILURE)} "
+    "from their next failure, without a restart. Every other setting reaches running pools "
+    "and servers only when they restart (max-retries is copied into each job as it is "
+    "enqueued)."
 )
 
 
@@ -28,7 +51,8 @@ def list_settings(
     ctx: typer.Context,
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Every setting with its value in effect and its default.
+    """Every setting with its value in effect, its default, and whether running pools apply
+    a change to it without a restart (LIVE).
 
     Example: queuectl config list
     """
@@ -41,12 +65,23 @@ def list_settings(
 
     from . import render
 
-    table = Table(header_style="bold", caption=f"config file: {settings.config_file or '(none)'}")
-    for column in ("SETTING", "VALUE", "DEFAULT", "MEANING"):
+    caption = (
+        f"config file: {settings.config_file or '(none)'}\n"
+        "LIVE: when running pools apply a change; no: running pools and servers apply it after "
+        "a restart"
+    )
+    table = Table(header_style="bold", caption=caption)
+    for column in ("SETTING", "VALUE", "DEFAULT", "LIVE", "MEANING"):
         table.add_column(column, no_wrap=column != "MEANING")
     defaults = Settings().as_dict()
     for spec in SETTINGS:
-        table.add_row(spec.cli_name, _show(values[spec.key]), _show(defaults[spec.key]), spec.help)
+        table.add_row(
+            spec.cli_name,
+            _show(values[spec.key]),
+            _show(defaults[spec.key]),
+            spec.live or "no",
+            spec.help,
+        )
     render.console().print(table)
 
 
@@ -63,20 +98,17 @@ def get_setting(
     print(_show(state(ctx).settings.as_dict()[spec.key]))
 
 
-@app.command("set")
+@app.command(
+    "set",
+    help="Validate and save one setting in the config file (written atomically).\n\n"
+    f"{LIVE_SUMMARY}\n\nExample: queuectl config set max-retries 5",
+)
 @guarded
 def set_setting(
     ctx: typer.Context,
     key: str = typer.Argument(..., metavar="KEY", help="e.g. max-retries"),
     value: str = typer.Argument(..., metavar="VALUE"),
 ) -> None:
-    """Validate and save one setting in the config file (written atomically).
-
-    max-retries and job-timeout apply to jobs enqueued (or claimed) from now on;
-    backoff-base is read whenever a job fails.
-
-    Example: queuectl config set max-retries 5
-    """
     path, _ = resolve_config_path(state(ctx).config_path, os.environ)
     spec, stored = write_setting(path, key, value)
-    print(f"{spec.cli_name} = {_show(stored)} (saved to {path})")
+    print(f"{spec.cli_name} = {_show(stored)} (saved to {path}): {spec.applies}")

@@ -7,6 +7,7 @@ import time
 import typer
 
 from .. import control, service
+from ..config import SettingsSource
 
 # `render` (and rich with it) is imported by the commands that draw: enqueue and the
 # pool start without it.
@@ -69,7 +70,9 @@ def start(
         print(f"Started a pool of {options.count} workers in the background (pid {launched.pid})")
         print(f"Log: {launched.log_path}")
         return
-    raise typer.Exit(run_pool(settings, options))
+    # The pool reads the config file again when it changes, with these same flags.
+    source = SettingsSource.capture(cli_state.config_path, cli_state.db_path)
+    raise typer.Exit(run_pool(settings, options, source))
 
 
 @worker_app.command("stop")

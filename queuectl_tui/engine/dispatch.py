@@ -36,6 +36,7 @@ from ..store import (
 )
 from ..timeutil import now_ms, to_iso
 from . import events
+from .live_settings import LiveSettings
 from .retry import retry_store_call
 from .runner import Run, Supervisor, job_environment
 from .wake import ChangeWatcher, Doorbell
@@ -76,7 +77,7 @@ class Totals:
 class PoolContext:
     """What the pool and its dispatcher share."""
 
-    settings: Settings
+    live: LiveSettings
     pid: int
     open_store: Callable[[], Store]
     doorbell: Doorbell
@@ -85,6 +86,11 @@ class PoolContext:
     draining: threading.Event = field(default_factory=threading.Event)
     forced: threading.Event = field(default_factory=threading.Event)
     totals: Totals = field(default_factory=Totals)
+
+    @property
+    def settings(self) -> Settings:
+        """The settings in use, as of the last look at the config file."""
+        return self.live.current
 
 
 @dataclass(slots=True)
@@ -251,7 +257,9 @@ class Dispatcher(threading.Thread):
     def _send(self, store: Store, claimants: list[Slot]) -> Exchange:
         """Record every waiting result and claim for `claimants`, in one transaction; then
         report the results. On a StoreError the results keep waiting."""
-        settings = self.ctx.settings
+        # A look at the config file per exchange: the claims and failures of this one follow
+        # a `config set` that came before it.
+        settings = self.ctx.live.refresh()
         exchange = store.exchange(
             [settlement for _, settlement in self._unrecorded],
             [slot.worker_id for slot in claimants],

@@ -35,7 +35,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..config import Settings, parse_queue_limits
+from ..config import Settings, SettingsSource, parse_queue_limits
 from ..files import open_for_append
 from ..location import absolute, is_url, shown
 from ..models import (
@@ -52,6 +52,7 @@ from . import events, procfs
 from .containment import ensure_descriptors, pool_orphans, prepare_pool_process, reap_orphans
 from .dispatch import Dispatcher, PoolContext
 from .identity import pid_namespace, pool_id, same_pid_namespace
+from .live_settings import LiveSettings
 from .procfs import pid_alive
 from .retention import Retention
 from .retry import retry_store_call
@@ -160,8 +161,11 @@ class Pool:
         options: PoolOptions,
         wake_mode: str = "auto",
         launched_at: int | None = None,
+        source: SettingsSource | None = None,
     ) -> None:
+        # The settings it started with; the live ones follow the config file `source` names.
         self.settings = settings
+        self.live = LiveSettings(settings, source)
         self.options = options
         self.wake_mode = wake_mode
         self.host = socket.gethostname()
@@ -238,7 +242,7 @@ class Pool:
         queues = self.options.queues
         watcher = ChangeWatcher(lambda: open_store(path), doorbell, self.wake_mode, queues)
         self.ctx = ctx = PoolContext(
-            settings=settings,
+            live=self.live,
             pid=self.pid,
             queues=queues,
             open_store=lambda: open_store(path, StoreOptions(lock_wait=DISPATCH_LOCK_WAIT)),
@@ -288,6 +292,7 @@ class Pool:
                 if now >= next_beat:
                     next_beat = now + settings.heartbeat_interval
                     self._heartbeat(store)
+                    self.live.refresh()  # so that an idle pool, too, logs a change soon
                 if now >= next_reap:
                     next_reap = now + REAP_INTERVAL
                     self._reap(store)
@@ -530,7 +535,7 @@ class Pool:
             time.sleep(0.01)
 
     def _recover(self, store: Store, dead: list[str]) -> None:
-        settings = self.settings
+        settings = self.live.refresh()  # a lost run is a failure: the live backoff applies
         try:
             jobs = store.recover_orphans(dead, settings.retry_policy, store.now())
         except StoreError as error:
@@ -694,7 +699,7 @@ def _silence_broken_streams() -> None:
                 os.close(devnull)
 
 
-def run_pool(settings: Settings, options: PoolOptions) -> int:
+def run_pool(settings: Settings, options: PoolOptions, source: SettingsSource | None = None) -> int:
     """Run a pool in the foreground until it is stopped; 0 after a graceful stop."""
     events.configure(options.log_format)
     wake_mode = os.environ.get(WAKE_MODE_ENV, "auto")
@@ -709,7 +714,7 @@ def run_pool(settings: Settings, options: PoolOptions) -> int:
         wake_mode = "auto"
     prepare_pool_process(settings, options.count)
     try:
-        pool = Pool(settings, options, wake_mode, launched_at=process_started_ms())
+        pool = Pool(settings, options, wake_mode, process_started_ms(), source)
         return pool.run(install_signals=True)
     finally:
         _silence_broken_streams()
