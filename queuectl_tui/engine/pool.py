@@ -9,7 +9,7 @@ wake.py).
 Stopping: the first SIGINT/SIGTERM/SIGHUP (or a stop request in the database) stops claiming
 and lets running jobs finish; the second kills the running process groups and hands their jobs
 back without spending an attempt; a third exits at once (the next pool recovers what was
-running).
+running). SIGHUP never counts towards the second: a closing terminal sends it more than once.
 
 Liveness means progress: the heartbeat is written only while the dispatcher's loop comes round,
 so a pool whose dispatcher hangs looks stale. A pool on this host that is alive but silent for
@@ -185,8 +185,10 @@ class Pool:
         self._failure: str | None = None  # why the pool gave up, if it did
         self.dispatcher: Dispatcher | None = None
         self._next_index = 1
-        self._signals = 0
+        self._signals = 0  # stop requests so far, hang-ups left out: the second one forces
+        self._hung_up = False
         self._stop_reason: str | None = None
+        self._terminal_fds: list[int] = []  # stdout and stderr, if a terminal (see run)
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
@@ -201,7 +203,23 @@ class Pool:
         with contextlib.suppress(OSError):
             os.write(self._wake_w, b"!")
 
+    def hang_up(self) -> None:
+        """The terminal closed: stop gracefully, however often this comes. The kernel hangs
+        up the foreground process group and a dying shell passes its SIGHUP on, so one
+        closed window is several signals; none of them may cancel the running jobs."""
+        self._hung_up = True
+        if self._stop_reason is None:
+            self._stop_reason = "SIGHUP"
+        with contextlib.suppress(OSError):
+            os.write(self._wake_w, b"!")
+
+    def _stopping(self) -> bool:
+        return self._signals > 0 or self._hung_up
+
     def _on_signal(self, signum: int, _frame: object) -> None:
+        if signum == signal.SIGHUP:
+            self.hang_up()
+            return
         if self._signals >= 2:
             # Third signal: leave now, taking the running commands down with us. Their jobs
             # stay `processing` under workers whose process is gone; the next pool on this
@@ -223,6 +241,8 @@ class Pool:
         previous: dict[signal.Signals, Any] = {}
         try:
             if install_signals:
+                # The process is the pool's: after a hang-up its terminal output moves.
+                self._terminal_fds = [fd for fd in (1, 2) if os.isatty(fd)]
                 for signum in STOP_SIGNALS:
                     previous[signum] = signal.signal(signum, self._on_signal)
             return self._run(store)
@@ -273,10 +293,13 @@ class Pool:
         next_beat = now + settings.heartbeat_interval
         next_reap = now + REAP_INTERVAL
         next_stop_check = now
-        graceful_started = False
+        graceful_started = left_terminal = False
         try:
             while True:
-                if self._signals >= 1 and not graceful_started:
+                if self._hung_up and not left_terminal:
+                    left_terminal = True
+                    self._leave_the_terminal()
+                if self._stopping() and not graceful_started:
                     graceful_started = True
                     self._begin_stop(store, self._stop_reason or "requested")
                 if (self._signals >= 2 or self._failure) and not ctx.forced.is_set():
@@ -361,7 +384,7 @@ class Pool:
             # recorded its request after our registration, so it is later than the baseline.
             self._stop_baseline = baseline
             self._check_stop_request(store)
-            if self._signals:
+            if self._stopping():
                 self.ctx.draining.set()  # stopped before it began: claim nothing
         self.dispatcher.start()
         return self.dispatcher
@@ -637,12 +660,30 @@ class Pool:
         for worker_id, job_id in busy:
             with contextlib.suppress(StoreError):
                 store.set_worker_status(worker_id, WorkerStatus.STOPPING, job_id, now)
+        again = "SIGINT or SIGTERM twice" if self._hung_up else "the signal again"
         events.event(
             "pool stopping",
             reason=reason,
             running_jobs=len(busy),
-            hint="send the signal again to cancel running jobs" if busy else None,
+            hint=f"send {again} to cancel running jobs" if busy else None,
         )
+
+    def _leave_the_terminal(self) -> None:
+        """After a hang-up every write to the terminal fails (EIO): the pool's output goes on
+        in the workers log file, as a detached pool's does, so that how its jobs ended is
+        still told somewhere (to /dev/null if that file cannot be opened)."""
+        if not self._terminal_fds:
+            return
+        path = log_path_for(self.settings.database)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open_for_append(path, self.settings.file_permissions) as log:
+                _point_at(log.fileno(), self._terminal_fds)
+        except OSError:
+            with open(os.devnull, "wb") as nowhere:
+                _point_at(nowhere.fileno(), self._terminal_fds)
+        moved = 2 in self._terminal_fds  # the log is on stderr
+        events.event("terminal hung up", pool=self.pool_id, log=str(path) if moved else None)
 
     def _force(self, reason: str) -> None:
         assert self.ctx is not None
@@ -684,6 +725,11 @@ def _file_identity(path: str) -> tuple[int, int] | None:
     except OSError:
         return None
     return None if info.st_nlink == 0 else (info.st_dev, info.st_ino)
+
+
+def _point_at(target: int, fds: list[int]) -> None:
+    for fd in fds:
+        os.dup2(target, fd)
 
 
 def _silence_broken_streams() -> None:

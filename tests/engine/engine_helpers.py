@@ -16,10 +16,11 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from queuectl_tui.config import Settings
 from queuectl_tui.engine import events
-from queuectl_tui.engine.pool import Pool, PoolOptions, pid_alive, pool_command
+from queuectl_tui.engine.pool import Pool, PoolOptions, log_path_for, pid_alive, pool_command
 from queuectl_tui.models import Attempt, Job, JobSpec, JobState, Worker
 from queuectl_tui.store import Store, open_store
 from queuectl_tui.timeutil import now_ms
@@ -100,6 +101,11 @@ class Queue:
         self.config = self.root / "config.json"
         self.config.write_text(json.dumps(settings), encoding="utf-8")
         return self.config
+
+    def workers_log(self) -> Path:
+        """The log file of this queue's pools that have no terminal (detached, or hung up)."""
+        with mock.patch.dict(os.environ, XDG_STATE_HOME=self.env["XDG_STATE_HOME"]):
+            return log_path_for(self.location)
 
     def base_command(self) -> list[str]:
         command = [sys.executable, "-m", "queuectl_tui"]

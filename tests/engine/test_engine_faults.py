@@ -67,15 +67,13 @@ def test_sighup_stops_gracefully_and_the_job_runs_exactly_once(queue: Queue) -> 
     assert marks.read_text() == "start\nend\n"
 
 
-def test_closing_the_terminal_of_a_foreground_pool_lets_its_job_finish_once(
-    queue: Queue,
-) -> None:
-    """The pool's controlling terminal is a pty; closing its master side is what closing a
-    terminal window does: SIGHUP, then every write to the terminal fails."""
-    marks = queue.root / "m"
-    job_id = queue.enqueue(f"echo start >> {marks}; sleep 2; echo end >> {marks}", "tty")
+def start_on_a_terminal(
+    queue: Queue, log_format: str = "human"
+) -> tuple[subprocess.Popen[bytes], int]:
+    """A pool whose controlling terminal is a new pty, as in a terminal window; returns the
+    process and the pty's master side (closing it is closing the window)."""
     master, slave = os.openpty()
-    command = pool_command(queue.location, PoolOptions(1, "human"), queue.config)
+    command = pool_command(queue.location, PoolOptions(1, log_format), queue.config)
     # A new session leader makes the pty its controlling terminal, then becomes the pool.
     take_the_terminal = (
         "import fcntl, os, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
@@ -91,6 +89,17 @@ def test_closing_the_terminal_of_a_foreground_pool_lets_its_job_finish_once(
         env=queue.env,
     )
     os.close(slave)
+    return proc, master
+
+
+def test_closing_the_terminal_of_a_foreground_pool_lets_its_job_finish_once(
+    queue: Queue,
+) -> None:
+    """Closing the pty's master side is what closing a terminal window does: SIGHUP, then
+    every write to the terminal fails."""
+    marks = queue.root / "m"
+    job_id = queue.enqueue(f"echo start >> {marks}; sleep 2; echo end >> {marks}", "tty")
+    proc, master = start_on_a_terminal(queue)
     try:
         queue.wait_state(job_id, JobState.PROCESSING, timeout=30)
         os.close(master)
@@ -105,6 +114,39 @@ def test_closing_the_terminal_of_a_foreground_pool_lets_its_job_finish_once(
     job = queue.job(job_id)
     assert job.state is JobState.COMPLETED and job.runs == 1
     assert marks.read_text() == "start\nend\n"
+
+
+def test_hang_ups_in_a_row_are_one_graceful_stop(queue: Queue) -> None:
+    """A closed terminal hangs a foreground pool up more than once (its shell passes the
+    SIGHUP on, the kernel hangs up the foreground group as well): none of them cancels the
+    running job, and the pool's log goes on in the workers log file."""
+    marks = queue.root / "m"
+    job_id = queue.enqueue(f"echo start >> {marks}; sleep 3; echo end >> {marks}", "hup2")
+    proc, master = start_on_a_terminal(queue, log_format="json")
+    try:
+        wait_until(lambda: marks.exists(), timeout=30, what="the job to start")
+        proc.send_signal(signal.SIGHUP)  # the shell's
+        stopping = {WorkerStatus.STOPPING}
+        wait_until(lambda: {w.status for w in queue.workers()} == stopping, what="stopping")
+        os.close(master)  # the kernel's
+        master = -1
+        proc.send_signal(signal.SIGHUP)  # and one more
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if master >= 0:
+            os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    job = queue.job(job_id)
+    assert job.state is JobState.COMPLETED and job.runs == 1
+    assert [a.outcome for a in queue.attempts(job_id)] == [Outcome.COMPLETED]
+    assert marks.read_text() == "start\nend\n"
+    logged = [json.loads(line) for line in queue.workers_log().read_text().splitlines()]
+    names = [record["event"] for record in logged]
+    assert "pool cancelling running jobs" not in names
+    assert names.count("pool stopping") == 1
+    assert [r["completed"] for r in logged if r["event"] == "pool stopped"] == [1]
 
 
 def test_a_pool_whose_output_pipe_was_closed_keeps_running_jobs(queue: Queue) -> None:
