@@ -244,6 +244,8 @@ class Pool:
                 # The process is the pool's: after a hang-up its terminal output moves.
                 self._terminal_fds = [fd for fd in (1, 2) if os.isatty(fd)]
                 for signum in STOP_SIGNALS:
+                    if signum == signal.SIGHUP and signal.getsignal(signum) == signal.SIG_IGN:
+                        continue  # `nohup queuectl worker start`: asked to outlive its terminal
                     previous[signum] = signal.signal(signum, self._on_signal)
             return self._run(store)
         finally:

@@ -149,6 +149,26 @@ def test_hang_ups_in_a_row_are_one_graceful_stop(queue: Queue) -> None:
     assert [r["completed"] for r in logged if r["event"] == "pool stopped"] == [1]
 
 
+def test_a_pool_started_under_nohup_ignores_hang_ups(queue: Queue) -> None:
+    """`nohup queuectl worker start` asks the pool to outlive its terminal: it keeps the
+    SIGHUP it was given ignored, and goes on taking jobs after one."""
+    proc = start_raw_pool(
+        queue, count=1, preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    )
+    try:
+        queue.wait_state(queue.enqueue("true", "before"), JobState.COMPLETED, timeout=30)
+        proc.send_signal(signal.SIGHUP)
+        queue.wait_state(queue.enqueue("true", "after"), JobState.COMPLETED, timeout=30)
+        assert proc.poll() is None
+        assert {w.status for w in queue.workers()} == {WorkerStatus.IDLE}
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
 def test_a_pool_whose_output_pipe_was_closed_keeps_running_jobs(queue: Queue) -> None:
     proc = start_raw_pool(queue, count=2, stdout=subprocess.PIPE)
     try:
