@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,3 +35,18 @@ def database(backend: str, tmp_path: Path) -> Iterator[str]:
     open_store(location).close()
     yield location
     logging.getLogger(events.LOGGER_NAME).handlers.clear()
+
+
+@pytest.fixture(scope="session")
+def namespaces_missing() -> str | None:
+    """Why this machine cannot give a process namespaces of its own, or None if it can."""
+    if shutil.which("unshare") is None:
+        return "no unshare here (util-linux)"
+    probe = ["unshare", "--uts", "--pid", "--mount-proc", "--fork", "hostname", "probe"]
+    try:
+        result = subprocess.run(probe, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"unshare failed: {error}"
+    if result.returncode != 0:
+        return f"cannot make namespaces (root needed): {result.stderr.strip()}"
+    return None

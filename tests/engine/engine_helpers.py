@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -235,3 +236,26 @@ class InProcessPool:
         self.pool.request_stop("test")
         self.thread.join(timeout=20)
         return self.exit_code
+
+
+def children(pid: int) -> list[int]:
+    """The children of process `pid`'s main thread."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", "rb") as handle:
+            return [int(child) for child in handle.read().split()]
+    except OSError:
+        return []
+
+
+def remove_cgroup_tree(root: Path) -> None:
+    """Kill what is left in a test's cgroup and remove it, its descendants first."""
+    with contextlib.suppress(OSError), open(root / "cgroup.kill", "w") as handle:
+        handle.write("1")
+    for _ in range(500):  # cgroup.kill is asynchronous: the cgroups empty soon after
+        tree = sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts))
+        for cgroup in [*tree, root]:
+            with contextlib.suppress(OSError):
+                cgroup.rmdir()
+        if not root.exists():
+            return
+        time.sleep(0.01)

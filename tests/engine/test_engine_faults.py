@@ -67,29 +67,42 @@ def test_sighup_stops_gracefully_and_the_job_runs_exactly_once(queue: Queue) -> 
     assert marks.read_text() == "start\nend\n"
 
 
-def start_on_a_terminal(
-    queue: Queue, log_format: str = "human"
-) -> tuple[subprocess.Popen[bytes], int]:
-    """A pool whose controlling terminal is a new pty, as in a terminal window; returns the
-    process and the pty's master side (closing it is closing the window)."""
-    master, slave = os.openpty()
-    command = pool_command(queue.location, PoolOptions(1, log_format), queue.config)
-    # A new session leader makes the pty its controlling terminal, then becomes the pool.
-    take_the_terminal = (
-        "import fcntl, os, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
-        "os.execv(sys.argv[1], sys.argv[1:])"
-    )
-    proc = subprocess.Popen(
-        [sys.executable, "-c", take_the_terminal, *command],
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        start_new_session=True,
-        cwd=queue.root,
-        env=queue.env,
-    )
-    os.close(slave)
-    return proc, master
+class Terminal:
+    """A pool whose controlling terminal is a new pty, as in a terminal window; `close()` is
+    closing the window (the pty's master side). Leaving the block ends whatever is left."""
+
+    def __init__(self, queue: Queue, log_format: str = "human") -> None:
+        self._master, slave = os.openpty()
+        command = pool_command(queue.location, PoolOptions(1, log_format), queue.config)
+        # A new session leader makes the pty its controlling terminal, then becomes the pool.
+        take_the_terminal = (
+            "import fcntl, os, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
+            "os.execv(sys.argv[1], sys.argv[1:])"
+        )
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", take_the_terminal, *command],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            start_new_session=True,
+            cwd=queue.root,
+            env=queue.env,
+        )
+        os.close(slave)
+
+    def close(self) -> None:
+        if self._master >= 0:
+            os.close(self._master)
+            self._master = -1
+
+    def __enter__(self) -> Terminal:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
 
 
 def test_closing_the_terminal_of_a_foreground_pool_lets_its_job_finish_once(
@@ -99,18 +112,10 @@ def test_closing_the_terminal_of_a_foreground_pool_lets_its_job_finish_once(
     every write to the terminal fails."""
     marks = queue.root / "m"
     job_id = queue.enqueue(f"echo start >> {marks}; sleep 2; echo end >> {marks}", "tty")
-    proc, master = start_on_a_terminal(queue)
-    try:
+    with Terminal(queue) as terminal:
         queue.wait_state(job_id, JobState.PROCESSING, timeout=30)
-        os.close(master)
-        master = -1
-        assert proc.wait(timeout=30) == 0
-    finally:
-        if master >= 0:
-            os.close(master)
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
+        terminal.close()
+        assert terminal.proc.wait(timeout=30) == 0
     job = queue.job(job_id)
     assert job.state is JobState.COMPLETED and job.runs == 1
     assert marks.read_text() == "start\nend\n"
@@ -122,22 +127,14 @@ def test_hang_ups_in_a_row_are_one_graceful_stop(queue: Queue) -> None:
     running job, and the pool's log goes on in the workers log file."""
     marks = queue.root / "m"
     job_id = queue.enqueue(f"echo start >> {marks}; sleep 3; echo end >> {marks}", "hup2")
-    proc, master = start_on_a_terminal(queue, log_format="json")
-    try:
+    with Terminal(queue, log_format="json") as terminal:
         wait_until(lambda: marks.exists(), timeout=30, what="the job to start")
-        proc.send_signal(signal.SIGHUP)  # the shell's
+        terminal.proc.send_signal(signal.SIGHUP)  # the shell's
         stopping = {WorkerStatus.STOPPING}
         wait_until(lambda: {w.status for w in queue.workers()} == stopping, what="stopping")
-        os.close(master)  # the kernel's
-        master = -1
-        proc.send_signal(signal.SIGHUP)  # and one more
-        assert proc.wait(timeout=60) == 0
-    finally:
-        if master >= 0:
-            os.close(master)
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
+        terminal.close()  # the kernel's
+        terminal.proc.send_signal(signal.SIGHUP)  # and one more
+        assert terminal.proc.wait(timeout=60) == 0
     job = queue.job(job_id)
     assert job.state is JobState.COMPLETED and job.runs == 1
     assert [a.outcome for a in queue.attempts(job_id)] == [Outcome.COMPLETED]

@@ -23,7 +23,6 @@ import contextlib
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import time
@@ -36,7 +35,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import psycopg
 import pytest
-from engine_helpers import PoolProcess, Queue, wait_until
+from engine_helpers import PoolProcess, Queue, children, remove_cgroup_tree, wait_until
 
 from queuectl_tui.engine import procfs
 from queuectl_tui.engine.containment import cgroup_parent
@@ -62,12 +61,6 @@ _STOPPED_OR_GONE = (b"T", b"t", b"Z", b"X")
 
 
 # -- hosts -----------------------------------------------------------------------------------
-def _children(pid: int) -> list[int]:
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children", "rb") as handle:
-            return [int(child) for child in handle.read().split()]
-    except OSError:
-        return []
 
 
 def _state(pid: int) -> bytes | None:
@@ -113,7 +106,7 @@ class Host:
     def wait_started(self) -> None:
         unshare = self.pool.proc
         self.pid = wait_until(
-            lambda: _children(unshare.pid)[:1] or (unshare.poll() is not None and [-1]),
+            lambda: children(unshare.pid)[:1] or (unshare.poll() is not None and [-1]),
             timeout=30,
             what=f"{self.name}'s first process",
         )[0]
@@ -212,14 +205,14 @@ class Host:
             for pid in self.processes():
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGCONT)
-            for pid in [self.pid] if self.pid > 0 else _children(self.pool.proc.pid):
+            for pid in [self.pid] if self.pid > 0 else children(self.pool.proc.pid):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.pool.proc.wait(timeout=30)
             self.pool.kill()  # unshare, if it is still there: --kill-child ends the rest
         if self.cgroup is not None:
-            _remove_cgroup_tree(self.cgroup)
+            remove_cgroup_tree(self.cgroup)
 
     # -- its connections to the database
     def database_ports(self) -> set[int]:
@@ -275,20 +268,6 @@ def lock_worker_rows(queue: Queue, pool_id: str) -> Iterator[None]:
         conn.commit()
 
 
-def _remove_cgroup_tree(root: Path) -> None:
-    """Kill what is left in a host's cgroup and remove it, its descendants first."""
-    with contextlib.suppress(OSError), open(root / "cgroup.kill", "w") as handle:
-        handle.write("1")
-    for _ in range(500):  # cgroup.kill is asynchronous: the cgroups empty soon after
-        tree = sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts))
-        for cgroup in [*tree, root]:
-            with contextlib.suppress(OSError):
-                cgroup.rmdir()
-        if not root.exists():
-            return
-        time.sleep(0.01)
-
-
 class Cluster:
     """Hosts sharing one queue in a schema of its own."""
 
@@ -311,21 +290,6 @@ class Cluster:
     def close(self) -> None:
         for host in self.hosts:
             host.close()
-
-
-@pytest.fixture(scope="session")
-def namespaces_missing() -> str | None:
-    """Why this machine cannot give a process namespaces of its own, or None if it can."""
-    if shutil.which("unshare") is None:
-        return "no unshare here (util-linux)"
-    probe = ["unshare", "--uts", "--pid", "--mount-proc", "--fork", "hostname", "probe"]
-    try:
-        result = subprocess.run(probe, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return f"unshare failed: {error}"
-    if result.returncode != 0:
-        return f"cannot make namespaces (root needed): {result.stderr.strip()}"
-    return None
 
 
 @pytest.fixture

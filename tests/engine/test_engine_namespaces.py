@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_helpers import PoolProcess, Queue, wait_until
+from engine_helpers import PoolProcess, Queue, children, remove_cgroup_tree, wait_until
 
 from queuectl_tui.engine import containment
 from queuectl_tui.engine.identity import pid_namespace, same_pid_namespace
@@ -35,27 +34,6 @@ pytestmark = pytest.mark.slow
 ENTER = 'if [ -n "$1" ]; then echo $$ > "$1/cgroup.procs" || exit 97; fi; shift 2; exec "$@"'
 # Small timings: a pool silent for 3 s is lost (were it judged by heartbeats at all).
 FAST = {"stale_worker_timeout": 3, "heartbeat_interval": 0.5, "backoff_base": 1}
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children", "rb") as handle:
-            return [int(child) for child in handle.read().split()]
-    except OSError:
-        return []
-
-
-def _remove_cgroup_tree(root: Path) -> None:
-    with contextlib.suppress(OSError), open(root / "cgroup.kill", "w") as handle:
-        handle.write("1")
-    for _ in range(500):  # cgroup.kill is asynchronous: the cgroups empty soon after
-        tree = sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts))
-        for cgroup in [*tree, root]:
-            with contextlib.suppress(OSError):
-                cgroup.rmdir()
-        if not root.exists():
-            return
-        time.sleep(0.01)
 
 
 class Pool:
@@ -81,7 +59,7 @@ class Pool:
         self.namespace = namespace
         self.pool_id = self.process.wait_event("pool started", timeout=60)["pool"]
         # The pool's pid as this test's process table numbers it.
-        self.pid = _children(proc.pid)[0] if namespace else proc.pid
+        self.pid = children(proc.pid)[0] if namespace else proc.pid
 
     def events(self, name: str) -> list[dict[str, Any]]:
         return self.process.events(name)
@@ -98,20 +76,6 @@ class Pool:
     def close(self) -> None:
         if self.process.proc.poll() is None:
             self.kill()
-
-
-@pytest.fixture(scope="session")
-def namespaces_missing() -> str | None:
-    if shutil.which("unshare") is None:
-        return "no unshare here (util-linux)"
-    probe = ["unshare", "--pid", "--mount-proc", "--fork", "true"]
-    try:
-        result = subprocess.run(probe, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return f"unshare failed: {error}"
-    if result.returncode != 0:
-        return f"cannot make PID namespaces (root needed): {result.stderr.strip()}"
-    return None
 
 
 class Pools:
@@ -142,7 +106,7 @@ class Pools:
         for pool in self.started:
             pool.close()
         if self.cgroup is not None:
-            _remove_cgroup_tree(self.cgroup)
+            remove_cgroup_tree(self.cgroup)
 
 
 @pytest.fixture
