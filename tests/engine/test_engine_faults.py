@@ -20,6 +20,7 @@ import pytest
 from engine_helpers import InProcessPool, Queue, process_alive, wait_until
 
 from queuectl_tui.engine import dispatch
+from queuectl_tui.engine.identity import pid_namespace
 from queuectl_tui.engine.pool import PoolOptions, pool_command, worker_shown_status
 from queuectl_tui.models import JobSpec, JobState, Outcome, Worker, WorkerStatus
 from queuectl_tui.store import open_store
@@ -392,12 +393,16 @@ def test_a_silent_pool_on_this_host_is_shown_hung_and_a_silent_remote_one_stale(
     host = socket.gethostname()
     # A pool of this very process, started now, whose last heartbeat is 5 s old.
     pid, busy = os.getpid(), WorkerStatus.BUSY
-    here = Worker("h:1", "h", pid, host, busy, now, now - 5000, None, "j", 0, 0)
-    far = replace(here, id="f:1", host="far-away-host")
+    here = Worker("h:1", "h", pid, host, busy, now, now - 5000, None, "j", 0, 0, pid_namespace())
+    far = replace(here, id="f:1", host="far-away-host", pid_namespace="another-boot:1")
     fresh = replace(here, id="h:2", last_heartbeat=now)
     gone = replace(here, id="g:1", pid=2**22 + 1)  # no such process
-    shown = {w.id: worker_shown_status(w, 2.0, now) for w in (here, far, fresh, gone)}
+    # This host and hostname, but another PID namespace (a container): its pid is not ours.
+    boot = pid_namespace().rpartition(":")[0]
+    contained = replace(here, id="c:1", pid_namespace=f"{boot}:1")
+    shown = {w.id: worker_shown_status(w, 2.0, now) for w in (here, far, fresh, gone, contained)}
     assert shown == {
+        "c:1": WorkerStatus.BUSY,
         "h:1": WorkerStatus.HUNG,
         "f:1": WorkerStatus.BUSY,
         "h:2": WorkerStatus.BUSY,
