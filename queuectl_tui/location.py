@@ -6,6 +6,7 @@ database file (its WAL, its lock file, the workers log) sees a path."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -53,7 +54,9 @@ def is_url(location: str) -> bool:
 
 def absolute(location: str) -> str:
     """A path made absolute (for another process, in another folder); a URL as it is."""
-    return location if is_url(location) else str(Path(location).expanduser().resolve())
+    # realpath, not Path.resolve: it leaves a symlink loop as it is (for opening the file to
+    # refuse it in one sentence) where resolve raises RuntimeError.
+    return location if is_url(location) else os.path.realpath(os.path.expanduser(location))
 
 
 def shown(location: str) -> str:

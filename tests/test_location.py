@@ -9,7 +9,7 @@ import pytest
 
 from queuectl_tui.config import load_settings
 from queuectl_tui.errors import ConfigurationError
-from queuectl_tui.location import normalise, scheme, shown
+from queuectl_tui.location import absolute, normalise, scheme, shown
 from queuectl_tui.store import open_store
 
 from helpers import RunCli
@@ -98,3 +98,8 @@ def test_db_flag_environment_and_config_file_take_urls(tmp_path: Path, run_cli: 
     bad = run_cli("--db", "postgresql://127.0.0.1/test?schema=9x", "status", db=False)
     assert bad.returncode == 2
     assert bad.stderr.count("\n") == 1 and "schema '9x'" in bad.stderr
+
+
+def test_a_symlink_loop_is_made_absolute_without_raising(tmp_path: Path) -> None:
+    (tmp_path / "loop.db").symlink_to("loop.db")
+    assert absolute(str(tmp_path / "loop.db")) == str(tmp_path / "loop.db")
