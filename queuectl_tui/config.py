@@ -70,7 +70,9 @@ SETTINGS: tuple[SettingSpec, ...] = (
         str,
         None,
         None,
-        "the queue: a SQLite file or a sqlite:/// URL (relative paths: to the config file)",
+        "the queue: a SQLite file, a sqlite:///relative.db or sqlite:////absolute.db URL, or "
+        "a postgresql:// URL (relative paths: to the config file)",
+        check=lambda text: _location(text),
     ),
     SettingSpec(
         "max_retries",
@@ -264,6 +266,14 @@ def setting_spec(name: str) -> SettingSpec:
         valid = ", ".join(s.cli_name for s in SETTINGS)
         raise ConfigError(f"unknown setting '{name}'; valid settings: {valid}")
     return spec
+
+
+def _location(text: str) -> str:
+    """A database setting checked as it is set or read (ConfigError says what is wrong)."""
+    try:
+        return normalise(text)
+    except ConfigurationError as error:
+        raise ConfigError(str(error)) from None
 
 
 def parse_queue_limits(text: str) -> dict[str, int]:

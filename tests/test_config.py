@@ -248,6 +248,8 @@ def test_the_database_setting_takes_its_earlier_name_and_replaces_it(tmp_path: P
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"database_path": "old.db"}))
     assert load_settings(str(path), None, {}).database == str(tmp_path / "old.db")
-    write_setting(path, "database", "sqlite:///var/q.db")
-    assert json.loads(path.read_text()) == {"database": "sqlite:///var/q.db"}
+    write_setting(path, "database", "sqlite:////var/q.db")
+    assert json.loads(path.read_text()) == {"database": "sqlite:////var/q.db"}
     assert load_settings(str(path), None, {}).database == "/var/q.db"
+    write_setting(path, "database", "sqlite:///rel.db")  # relative: to the config file
+    assert load_settings(str(path), None, {}).database == str(tmp_path / "rel.db")
