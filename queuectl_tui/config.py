@@ -514,13 +514,16 @@ def write_setting(path: Path, name: str, value: str) -> tuple[SettingSpec, Any]:
 def _config_lock(path: Path) -> Iterator[None]:
     lock_path = path.with_name(f".{path.name}.lock")  # kept: removing it would race
     try:
-        # Whoever may write the config file may take the lock: it gets the file's mode.
-        mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else DEFAULT_FILE_MODE
-        create_exclusive(lock_path, mode)
-        fd = os.open(lock_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        # 0600 whatever the config's mode: anyone who can open the lock can hold it, and so
+        # stop every `config set` (a config shared read-only, 0644, must not share that).
+        create_exclusive(lock_path, DEFAULT_FILE_MODE)
+        # O_NONBLOCK: a FIFO planted there must not block the open; it is refused below.
+        fd = os.open(lock_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError as error:
         raise ConfigError(f"cannot lock config file {path}: {error.strerror}") from None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ConfigError(f"cannot lock config file {path}: {lock_path} is not a regular file")
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
