@@ -87,8 +87,10 @@ SETTINGS: tuple[SettingSpec, ...] = (
         str,
         None,
         None,
-        "the queue: a SQLite file or a sqlite:/// URL (relative paths: to the config file)",
+        "the queue: a SQLite file, a sqlite:///relative.db or sqlite:////absolute.db URL, or "
+        "a postgresql:// URL (relative paths: to the config file)",
         applies=ALL_RESTART,
+        check=lambda text: _location(text),
     ),
     SettingSpec(
         "max_retries",
@@ -302,6 +304,14 @@ def setting_spec(name: str) -> SettingSpec:
         valid = ", ".join(s.cli_name for s in SETTINGS)
         raise ConfigError(f"unknown setting '{name}'; valid settings: {valid}")
     return spec
+
+
+def _location(text: str) -> str:
+    """A database setting checked as it is set or read (ConfigError says what is wrong)."""
+    try:
+        return normalise(text)
+    except ConfigurationError as error:
+        raise ConfigError(str(error)) from None
 
 
 def parse_queue_limits(text: str) -> dict[str, int]:
@@ -569,13 +579,16 @@ def write_setting(path: Path, name: str, value: str) -> tuple[SettingSpec, Any]:
 def _config_lock(path: Path) -> Iterator[None]:
     lock_path = path.with_name(f".{path.name}.lock")  # kept: removing it would race
     try:
-        # Whoever may write the config file may take the lock: it gets the file's mode.
-        mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else DEFAULT_FILE_MODE
-        create_exclusive(lock_path, mode)
-        fd = os.open(lock_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        # 0600 whatever the config's mode: anyone who can open the lock can hold it, and so
+        # stop every `config set` (a config shared read-only, 0644, must not share that).
+        create_exclusive(lock_path, DEFAULT_FILE_MODE)
+        # O_NONBLOCK: a FIFO planted there must not block the open; it is refused below.
+        fd = os.open(lock_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError as error:
         raise ConfigError(f"cannot lock config file {path}: {error.strerror}") from None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ConfigError(f"cannot lock config file {path}: {lock_path} is not a regular file")
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:

@@ -101,7 +101,7 @@ def cancel_jobs(
     results = _in_batches(
         store,
         ids,
-        who.action("cancel", subject or describe_ids(ids)),
+        who.action("cancel", subject or describe_ids(ids), on_named_jobs=subject is None),
         lambda batch, action: store.cancel(batch, now, action),
         lambda result: len(result.cancelled) + len(result.requested),
     )
@@ -119,7 +119,7 @@ def retry_jobs(
     results = _in_batches(
         store,
         ids,
-        who.action("retry", subject or describe_ids(ids)),
+        who.action("retry", subject or describe_ids(ids), on_named_jobs=subject is None),
         lambda batch, action: store.retry(batch, now, action),
         lambda result: len(result.fresh) + len(result.ready),
     )
@@ -137,7 +137,8 @@ class RetryOutcome:
 def retry_dead(store: Store, job_ids: Sequence[str] | None, who: Operator) -> RetryOutcome:
     """Return dead jobs to pending with a fresh retry budget (all of them for None)."""
     subject = "every dead job" if job_ids is None else describe_ids(job_ids)
-    retried = store.retry_dead(job_ids, store.now(), who.action("retry", subject))
+    action = who.action("retry", subject, on_named_jobs=job_ids is not None)
+    retried = store.retry_dead(job_ids, store.now(), action)
     if job_ids is None:
         return RetryOutcome(retried, [], [])
     report = _report(store, job_ids, retried)
@@ -157,7 +158,7 @@ def delete_jobs(
     results = _in_batches(
         store,
         ids,
-        who.action("delete", subject or describe_ids(ids)),
+        who.action("delete", subject or describe_ids(ids), on_named_jobs=subject is None),
         lambda batch, action: store.delete(batch, now, action, state),
         len,
     )

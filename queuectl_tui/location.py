@@ -1,19 +1,22 @@
 """Where a queue lives: a path (`queue.db`, `~/jobs/queue.db`) or a URL naming its backend
-(`sqlite:///var/lib/queuectl/queue.db`, `postgresql://host/db`).
+(`sqlite:////var/lib/queuectl/queue.db`, `postgresql://host/db`).
 
 A SQLite URL becomes its path as soon as it is read, so that everything that works beside the
 database file (its WAL, its lock file, the workers log) sees a path."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
+from urllib.parse import unquote
 
 from .errors import ConfigurationError
 
 BACKENDS = ("sqlite", "postgresql")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _ALIASES = {"postgres": "postgresql"}
+_ROOTS = re.compile(r"^/{2,}")
 
 
 def _split(location: str) -> tuple[str | None, str]:
@@ -33,17 +36,39 @@ def scheme(location: str) -> str | None:
 def normalise(location: str) -> str:
     """A path, or a SQLite URL, as the path of the file (with ~ expanded); the URL of another
     backend as given. Raises ConfigurationError for a URL no backend takes."""
-    kind, path = _split(location)
+    kind, rest = _split(location)
     if kind is None:
-        return str(Path(location).expanduser())
+        return _path(location)
     if kind == "sqlite":
-        if not path:
-            raise ConfigurationError(f"the database URL {location!r} names no file")
-        return str(Path(path).expanduser())
+        return _path(_sqlite_path(location, rest))
     if kind not in BACKENDS:
         known = ", ".join(f"{name}://" for name in BACKENDS)
         raise ConfigurationError(f"unknown database URL scheme {kind!r} (known: {known})")
     return location
+
+
+def _sqlite_path(url: str, rest: str) -> str:
+    """The path of a SQLite URL in SQLAlchemy's form: `sqlite:///relative.db`,
+    `sqlite:////absolute.db`, percent escapes decoded (`%3F` for a `?` in a name)."""
+    host, _, path = rest.partition("/")
+    forms = "sqlite:///relative/path.db or sqlite:////absolute/path.db"
+    if host:
+        raise ConfigurationError(f"the database URL {url!r} names a host; write {forms}")
+    path, parameters, _ = path.partition("?")
+    if parameters:
+        raise ConfigurationError(
+            f"the database URL {url!r} takes no parameters (write a ? in a file name as %3F)"
+        )
+    if not path:
+        raise ConfigurationError(f"the database URL {url!r} names no file; write {forms}")
+    return unquote(path)
+
+
+def _path(path: str) -> str:
+    if "\0" in path:  # no file has one; os calls would raise ValueError
+        raise ConfigurationError(f"the database path {path!r} contains a NUL character")
+    # One root: `//x` is `/x` on Linux, but a SQLite URI (file://x) would read `x` as a host.
+    return _ROOTS.sub("/", str(Path(path).expanduser()))
 
 
 def is_url(location: str) -> bool:
@@ -53,7 +78,9 @@ def is_url(location: str) -> bool:
 
 def absolute(location: str) -> str:
     """A path made absolute (for another process, in another folder); a URL as it is."""
-    return location if is_url(location) else str(Path(location).expanduser().resolve())
+    # realpath, not Path.resolve: it leaves a symlink loop as it is (for opening the file to
+    # refuse it in one sentence) where resolve raises RuntimeError.
+    return location if is_url(location) else os.path.realpath(os.path.expanduser(location))
 
 
 def shown(location: str) -> str:

@@ -529,6 +529,9 @@ class Action:
     host: str
     action: str  # retry, retry-now, cancel, delete, prune, pause, resume, limit, stop
     subject: str  # the jobs, queue or filter it was given, in words
+    # Given jobs by their ids: if it changed none of them it was refused (an unknown id, a
+    # finished job to cancel), and leaves no line. A filter that matched nothing does.
+    on_named_jobs: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -539,8 +542,8 @@ class Operator:
     actor: str
     host: str
 
-    def action(self, name: str, subject: str) -> Action:
-        return Action(self.face, self.actor, self.host, name, subject)
+    def action(self, name: str, subject: str, on_named_jobs: bool = False) -> Action:
+        return Action(self.face, self.actor, self.host, name, subject, on_named_jobs)
 
 
 def local_operator(face: str) -> Operator:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -433,3 +435,106 @@ def test_commands_that_draw_nothing_start_without_loading_rich(tmp_path: Path) -
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-1] == "[]"
+
+
+# -- Ctrl+C at start-up ------------------------------------------------------------------------
+QUEUECTL = Path(sys.executable).with_name("queuectl")  # the installed command itself
+CTRL_C_COMMANDS = [
+    ("status",),
+    ("list", "--json"),
+    ("enqueue", '{"command": "true"}'),
+    ("worker", "start"),
+]
+
+
+PYTHON_SWALLOWED = "Failed checking if argv[0] is an import path entry"
+
+
+def _before_queuectl_ran(stderr: str) -> bool:
+    """A traceback from before the command's first line ran: Python's own start-up (site's
+    .pth files, the check of argv[0]) and the installed script's own first lines, out of any
+    program's reach. Everything the command runs or imports has a frame of queuectl_tui under
+    it, and a traceback from Python's exit says "Exception ignored"."""
+    frames = [line for line in stderr.splitlines() if line.lstrip().startswith("File ")]
+    return (
+        "Exception ignored" not in stderr
+        and "KeyboardInterrupt" in stderr
+        and not any("queuectl_tui" in frame for frame in frames)
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", CTRL_C_COMMANDS, ids=" ".join)
+def test_ctrl_c_at_any_moment_of_start_up_exits_130_without_a_traceback(
+    tmp_path: Path, cli_env: dict[str, str], command: tuple[str, ...]
+) -> None:
+    for step in range(21):
+        delay = step * 0.015  # 0 to 300 ms after the exec
+        proc = subprocess.Popen(
+            [str(QUEUECTL), "--db", str(tmp_path / "q.db"), *command],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=tmp_path,
+            env=cli_env,
+            text=True,
+        )
+        time.sleep(delay)
+        proc.send_signal(signal.SIGINT)
+        try:
+            _, stderr = proc.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            # Python's start-up swallowed it (it reports a KeyboardInterrupt while checking
+            # argv[0] and runs the script all the same): the pool runs, and a second one stops
+            # it.
+            proc.send_signal(signal.SIGINT)
+            _, stderr = proc.communicate(timeout=60)
+            assert stderr.startswith(PYTHON_SWALLOWED), f"after {delay:.3f} s:\n{stderr}"
+        if _before_queuectl_ran(stderr):
+            continue
+        assert "Traceback" not in stderr, f"after {delay:.3f} s:\n{stderr}"
+        # Killed before Python had a handler: the shell shows that as 130 too.
+        assert proc.returncode in (0, 130, -signal.SIGINT), (delay, proc.returncode, stderr)
+
+
+# Run as the installed command runs: its entry point loaded, then called; `typer` (imported
+# only once the command loads) announces itself and then takes long enough to be hit.
+_SLOW_IMPORT = """
+import importlib.metadata, os, sys, time
+slow = sys.argv[1]
+class Slow:
+    def find_spec(self, name, path=None, target=None):
+        if name == slow:
+            os.write(1, b"importing\\n")
+            time.sleep(30)
+        return None
+sys.meta_path.insert(0, Slow())
+sys.argv = ["queuectl", *sys.argv[2:]]
+[entry] = importlib.metadata.entry_points(group="console_scripts", name="queuectl")
+sys.exit(entry.load()())
+"""
+
+
+@pytest.mark.parametrize("module", ["typer", "queuectl_tui.engine.pool"])
+def test_ctrl_c_while_the_command_imports_exits_130_without_a_traceback(
+    tmp_path: Path, cli_env: dict[str, str], module: str
+) -> None:
+    command = ["--db", str(tmp_path / "q.db"), "worker", "start"]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _SLOW_IMPORT, module, *command],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+        env=cli_env,
+        text=True,
+    )
+    assert proc.stdout is not None
+    try:
+        assert proc.stdout.readline() == "importing\n"
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert (proc.returncode, stderr) == (130, "Interrupted.\n")
+    assert not (tmp_path / "q.db").exists()  # nothing was started

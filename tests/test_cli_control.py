@@ -49,11 +49,10 @@ def test_cancel_retry_and_delete_say_what_they_did_to_each_job(run_cli: RunCli) 
     assert result.returncode == 0
     assert result.stdout.splitlines() == ["Job a cancelled", "Job b cancelled"]
     again = run_cli("cancel", "a", "ghost")
-    assert again.returncode == 1
-    assert again.stdout.splitlines() == [
-        "Job a is cancelled: nothing to cancel",
-        "No job with id 'ghost'",
-    ]
+    assert (again.returncode, again.stdout) == (1, "")
+    assert again.stderr == (
+        "Error: job 'a' is cancelled: nothing to cancel; no job with id 'ghost'\n"
+    )
     retried = run_cli("retry", "a")
     assert retried.stdout.strip() == "Job a moved from cancelled to pending"
     deleted = run_cli("delete", "--state", "cancelled")
@@ -63,7 +62,30 @@ def test_cancel_retry_and_delete_say_what_they_did_to_each_job(run_cli: RunCli) 
         ("a", "pending", "reports")
     ]
     actions = [entry["action"] for entry in json.loads(run_cli("audit", "--json").stdout)]
-    assert actions == ["delete", "retry", "cancel", "cancel"]
+    assert actions == ["delete", "retry", "cancel"]  # the refused cancel is not on record
+
+
+@pytest.mark.parametrize(
+    "command", [("cancel",), ("delete",), ("retry",), ("dlq", "retry")], ids=" ".join
+)
+def test_an_unknown_id_is_an_error_on_stderr_and_is_not_audited(
+    run_cli: RunCli, command: tuple[str, ...]
+) -> None:
+    _enqueue(run_cli, id="a", command="true")
+    result = run_cli(*command, "nope")
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == "Error: no job with id 'nope'\n"
+    assert run_cli("audit", "--json").stdout.strip() == "[]"
+    assert json.loads(run_cli("list", "--json").stdout)[0]["state"] == "pending"
+
+
+def test_what_was_done_is_on_stdout_and_what_was_refused_on_stderr(run_cli: RunCli) -> None:
+    _enqueue(run_cli, id="a", command="true")
+    result = run_cli("cancel", "a", "nope")
+    assert result.returncode == 1
+    assert (result.stdout, result.stderr) == ("Job a cancelled\n", "Error: no job with id 'nope'\n")
+    [line] = json.loads(run_cli("audit", "--json").stdout)
+    assert (line["action"], line["touched"]) == ("cancel", 1)
 
 
 def test_queue_list_shows_depth_pause_and_limit(run_cli: RunCli) -> None:

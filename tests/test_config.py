@@ -229,6 +229,51 @@ def test_a_new_config_file_that_shares_with_the_group_is_0660(tmp_path: Path) ->
     assert _mode(config) == 0o660
 
 
+@pytest.mark.parametrize(
+    "config_mode", [None, 0o644, 0o660, 0o4755], ids=["new", "644", "660", "4755"]
+)
+def test_the_lock_file_is_the_owners_alone_whatever_the_config_files_mode(
+    tmp_path: Path, config_mode: int | None
+) -> None:
+    """Only whoever may write the config takes the lock; one that others could open, they
+    could hold, and stop every `config set`."""
+    config = tmp_path / "config.json"
+    if config_mode is not None:
+        config.write_text("{}")
+        config.chmod(config_mode)
+    _set_under_umask_022(config, "max-retries", "5")
+    assert _mode(tmp_path / ".config.json.lock") == 0o600
+
+
+def test_a_lock_path_that_is_not_a_regular_file_is_refused(tmp_path: Path) -> None:
+    config = tmp_path / "c.json"
+    os.mkfifo(tmp_path / ".c.json.lock")  # opening a FIFO would wait for a writer forever
+    command = [sys.executable, "-m", "queuectl_tui", "--config", str(config)]
+    result = subprocess.run(
+        [*command, "config", "set", "max-retries", "5"],
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        timeout=30,
+    )
+    assert result.returncode == 2 and "not a regular file" in result.stderr, result.stderr
+    assert not config.exists()
+
+
+def test_the_lock_file_is_ignored_by_git() -> None:
+    root = Path(__file__).resolve().parent.parent
+    if not (root / ".git").exists():
+        pytest.skip("not a git work tree")
+    ignored = subprocess.run(
+        ["git", "check-ignore", ".config.json.lock", "deploy/.prod.json.lock"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ignored.stdout.split() == [".config.json.lock", "deploy/.prod.json.lock"]
+
+
 @pytest.mark.parametrize("value", ["644", "777", "0", "six hundred", "600.5"])
 def test_file_mode_takes_only_600_or_660(tmp_path: Path, value: str) -> None:
     config = tmp_path / "config.json"
@@ -248,9 +293,11 @@ def test_the_database_setting_takes_its_earlier_name_and_replaces_it(tmp_path: P
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"database_path": "old.db"}))
     assert load_settings(str(path), None, {}).database == str(tmp_path / "old.db")
-    write_setting(path, "database", "sqlite:///var/q.db")
-    assert json.loads(path.read_text()) == {"database": "sqlite:///var/q.db"}
+    write_setting(path, "database", "sqlite:////var/q.db")
+    assert json.loads(path.read_text()) == {"database": "sqlite:////var/q.db"}
     assert load_settings(str(path), None, {}).database == "/var/q.db"
+    write_setting(path, "database", "sqlite:///rel.db")  # relative: to the config file
+    assert load_settings(str(path), None, {}).database == str(tmp_path / "rel.db")
 
 
 # -- what a change reaches ---------------------------------------------------------------------

@@ -70,3 +70,36 @@ def test_a_retry_in_batches_counts_fresh_and_ready_jobs(
     assert store.counts()[JobState.PENDING] == 5
     retried = store.actions()[0]
     assert (retried.action, retried.touched) == ("retry", 5)
+
+
+@pytest.mark.parametrize("act", [control.cancel_jobs, control.retry_jobs, control.delete_jobs])
+def test_an_action_that_changes_no_job_leaves_no_audit_line(store: Store, act) -> None:
+    """Every face (CLI, console, HTTP, API) makes this one call: a refused action, on an
+    unknown id or on a job in a state it leaves alone, is not on record as done."""
+    store.enqueue_many([spec(id="busy"), spec(id="waiting")], 3, NOW)
+    claim(store)  # busy runs: delete and retry leave it alone
+    control.cancel_jobs(store, ["waiting"], WHO)  # one line: the one change made here
+    refused = act(store, ["nope"], WHO)
+    assert refused.missing == ["nope"] and not refused.done
+    left_alone = {"cancel_jobs": "waiting", "retry_jobs": "busy", "delete_jobs": "busy"}
+    unchanged = act(store, [left_alone[act.__name__]], WHO)
+    assert unchanged.unchanged and not unchanged.done
+    assert [line.action for line in store.actions()] == ["cancel"]
+
+
+def test_a_dlq_retry_of_named_jobs_that_retries_none_leaves_no_audit_line(store: Store) -> None:
+    store.enqueue(spec(id="a"), 3, NOW)
+    assert control.retry_dead(store, ["a", "nope"], WHO).retried == []
+    assert store.actions() == []
+    assert control.retry_dead(store, None, WHO).retried == []  # the DLQ was empty: not refused
+    assert [(line.subject, line.touched) for line in store.actions()] == [("every dead job", 0)]
+
+
+def test_named_jobs_in_batches_that_change_nothing_leave_no_audit_line(
+    store: Store, small_batches: list[int]
+) -> None:
+    report = control.cancel_jobs(store, [f"nope{i}" for i in range(7)], WHO)
+    assert len(report.missing) == 7
+    assert store.actions() == []
+    control.cancel_jobs(store, [f"nope{i}" for i in range(7)], WHO, "filter x")  # matched none
+    assert [(line.subject, line.touched) for line in store.actions()] == [("filter x", 0)]

@@ -440,6 +440,45 @@ def test_a_dangling_symlink_at_the_database_path_is_refused(tmp_path: Path) -> N
     assert not target.exists()
 
 
+def test_a_detached_pool_on_a_missing_folder_is_refused_and_makes_no_folder(
+    tmp_path: Path,
+) -> None:
+    result = _cli(tmp_path, "--db", "missing/q.db", "worker", "start", "--detach")
+    assert result.returncode == 1
+    assert "folder for the database does not exist" in _one_line(result.stderr)
+    assert not (tmp_path / "missing").exists()
+
+
+SYMLINK_LOOP_COMMANDS = (
+    *READ_COMMANDS,
+    ("enqueue", '{"id":"a","command":"true"}'),
+    ("worker", "start"),
+    ("worker", "start", "--detach"),
+    ("worker", "stop"),
+    ("cancel", "j1"),
+    ("retry", "j1"),
+    ("delete", "j1"),
+    ("dlq", "retry", "--all"),
+    ("prune", "--state", "completed", "--older-than", "1d"),
+    ("queue", "list"),
+    ("queue", "pause", "reports"),
+    ("audit",),
+    ("metrics",),
+    ("dashboard",),
+)
+
+
+@pytest.mark.parametrize("command", SYMLINK_LOOP_COMMANDS, ids=" ".join)
+def test_a_symlink_loop_at_the_database_path_is_one_sentence(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    (tmp_path / "loop.db").symlink_to("loop.db")
+    result = _cli(tmp_path, "--db", "loop.db", *command)
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    assert "symbolic links" in _one_line(result.stderr)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["loop.db"]  # nothing made
+
+
 async def test_the_console_on_a_damaged_database_closes_and_names_the_damage(
     db_path: Path,
 ) -> None:

@@ -173,15 +173,13 @@ def test_job_control_over_http_is_audited_with_the_token_s_name(tmp_path: Path) 
         trail = store.actions()
     assert {(entry.face, entry.actor) for entry in trail} == {("http", "ci-bot")}
     done = [(entry.action, entry.touched) for entry in reversed(trail)]
-    assert done == [
+    assert done == [  # the refused cancel and delete are not on record
         ("cancel", 1),
-        ("cancel", 0),  # an action that changed nothing is on record too
         ("retry", 1),
         ("delete", 1),
-        ("delete", 0),
         ("pause", 1),
         ("resume", 1),
-        ("retry", 0),
+        ("retry", 0),  # every dead job, of none: not refused
         ("prune", 0),
     ]
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
 from .. import control
@@ -44,14 +46,16 @@ def _chosen(
 
 
 def _finish(report: Report, unchanged_words: str, by_filter: str | None) -> None:
-    for job_id, state in report.unchanged:
-        print(f"Job {job_id} is {state.value}: {unchanged_words}")
-    for job_id in report.missing:
-        print(f"No job with id '{job_id}'")
+    """What was done is on stdout by now; what was refused is one sentence on stderr."""
+    problems = [
+        f"job '{job_id}' is {state.value}: {unchanged_words}" for job_id, state in report.unchanged
+    ]
+    problems += [f"no job with id '{job_id}'" for job_id in report.missing]
+    if problems:
+        sys.stdout.flush()  # in order, where both go to one terminal or file
+        fail("; ".join(problems), EXIT_FAILURE)
     if by_filter is not None and not (report.done or report.pending_stop):
         print(f"No job matched the {by_filter}")
-    if not report.complete:
-        raise typer.Exit(EXIT_FAILURE)
 
 
 @guarded

@@ -66,6 +66,10 @@ def start(
         count=count or settings.default_workers, log_format=log_format, queues=served or None
     )
     if detach:
+        # A database that cannot be opened is refused here, not in a log nobody reads (and
+        # before the log's folder is made).
+        with open_store(ctx):
+            pass
         launched = start_detached(settings, options, cli_state.config_path)
         print(f"Started a pool of {options.count} workers in the background (pid {launched.pid})")
         print(f"Log: {launched.log_path}")

@@ -775,7 +775,7 @@ def log_path_for(database: str) -> Path:
         state = Path(os.environ.get("XDG_STATE_HOME") or "~/.local/state").expanduser()
         name = re.sub(r"[^A-Za-z0-9_.-]+", "_", shown(database)).strip("_")
         return state / "queuectl" / f"{name}.workers.log"
-    path = Path(database).expanduser().resolve()
+    path = Path(absolute(database))
     return path.with_name(path.name + ".workers.log")
 
 

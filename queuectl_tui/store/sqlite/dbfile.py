@@ -91,7 +91,9 @@ def _read_identity(location: str) -> tuple[int, int, set[str]]:
     Only through SQLite: a plain open() and close() of the file would drop the POSIX locks
     that this process's other connections hold on it, and another process could then delete
     the -wal file under them."""
-    uri = "file:" + quote(os.path.abspath(location)) + "?mode=ro"
+    # An empty authority (file://), so that no path can be read as a host; bytes, so that a
+    # name that is not UTF-8 is quoted as it is on disk.
+    uri = "file://" + quote(os.fsencode(os.path.abspath(location))) + "?mode=ro"
     if not os.path.exists(location + "-wal"):
         uri += "&immutable=1"
     try:
