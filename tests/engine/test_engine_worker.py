@@ -7,7 +7,6 @@ import io
 import json
 import logging
 import sqlite3
-import time
 from pathlib import Path
 from typing import Any
 
@@ -177,28 +176,33 @@ def test_json_log_lines_parse() -> None:
 
 @pytest.mark.sqlite_only
 def test_a_locked_database_does_not_hold_up_timeouts(database: str, tmp_path: Path) -> None:
-    pidfile = tmp_path / "victim.pid"
-    enqueue(database, "victim", f"echo $$ > {pidfile}; exec sleep 30", timeout=1.0, max_retries=0)
+    pidfile, go, done = tmp_path / "victim.pid", tmp_path / "go", tmp_path / "done"
+    enqueue(database, "victim", f"echo $$ > {pidfile}; exec sleep 30", timeout=2.0, max_retries=0)
+    # Told to end once the database is locked: its result then waits for the lock.
+    finishing = f"until [ -e {go} ]; do sleep 0.01; done; touch {done}"
+    enqueue(database, "finishes-meanwhile", finishing)
     pool = InProcessPool(database, count=2)
     pid = int(wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), what="victim"))
-    enqueue(database, "finishes-meanwhile", "sleep 0.3")
-    # Another writer (a long bulk enqueue, say) holds the write lock for a while.
+    wait_until(lambda: len(pool.events("claimed")) == 2, what="both jobs to start")
+    # Another writer (a long bulk enqueue, say) holds the write lock until the pool has met
+    # it and the timeout has been enforced regardless.
     locker = sqlite3.connect(database, isolation_level=None)
     locker.execute("BEGIN IMMEDIATE")
     try:
-        deadline = time.monotonic() + 15
-        while process_alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        killed_while_locked = not process_alive(pid)
+        running_when_locked = process_alive(pid)
+        go.touch()
+        wait_until(done.exists, what="finishes-meanwhile to end while the database is locked")
+        wait_until(lambda: not process_alive(pid), timeout=30, what="the victim's timeout")
+        wait_until(lambda: pool.events("database error, retrying"), what="the pool to meet it")
     finally:
         locker.execute("ROLLBACK")
         locker.close()
-    assert killed_while_locked, "the timeout was not enforced while the database was locked"
+    # The one thing left to timing: the lock was taken within the victim's 2 s.
+    assert running_when_locked, "the victim had timed out before the database was locked"
     wait_until(lambda: get(database, "victim").state is JobState.DEAD, what="victim recorded")
     wait_until(lambda: get(database, "finishes-meanwhile").state is JobState.COMPLETED, what="it")
-    assert get(database, "victim").last_error == "timed out after 1 s"
+    assert get(database, "victim").last_error == "timed out after 2 s"
     assert pool.stop() == 0
-    assert pool.events("database error, retrying")
 
 
 class FlakyLog(io.StringIO):
@@ -221,12 +225,14 @@ def test_a_log_that_cannot_be_written_harms_no_job(database: str, tmp_path: Path
     wait_until(lambda: pool.events("claimed"), what="long to start")
     log.fail_next = True
     enqueue(database, "short", "true", max_retries=0)
-    wait_until(lambda: get(database, "short").state is JobState.COMPLETED, what="short")
+    # Its line is written after its result is stored: wait for the write that fails.
+    wait_until(lambda: not log.fail_next, what="short's completed line to fail")
+    assert get(database, "short").state is JobState.COMPLETED
     go.touch()
-    wait_until(lambda: get(database, "long").state is JobState.COMPLETED, what="long")
-    assert not log.fail_next  # the failure did happen
+    completed = wait_until(lambda: pool.events("completed"), what="long's completed line")
+    assert [e["job"] for e in completed] == ["long"]  # logged after the failure
+    assert get(database, "long").state is JobState.COMPLETED
     assert pool.events("dispatcher error") == []
-    assert [e["job"] for e in pool.events("completed")] == ["long"]  # logged after the failure
     assert pool.stop() == 0
 
 
