@@ -4,11 +4,13 @@ clock, no cursor blink and no animation, and a way to wait until a background re
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.app import App, ScreenStackError
 from textual.pilot import Pilot
 from textual.widgets import Input
 
@@ -69,7 +71,19 @@ async def _settle(pilot: Pilot, rounds: int = 3) -> None:
         await pilot.pause()
         busy = getattr(app, "reading", False) or getattr(app, "keys_pending", False)
         if index + 1 >= rounds and not busy:
-            return
+            break
+    # A dialog takes only keys pressed once it could be read (screens/dialog.py): settled
+    # means that a key pressed next is an answer to it.
+    deadline = time.monotonic() + 10
+    while not _screen_ready(app) and time.monotonic() < deadline:
+        await pilot.pause(0.02)
+
+
+def _screen_ready(app: App) -> bool:
+    try:
+        return bool(getattr(app.screen, "ready", True))
+    except ScreenStackError:
+        return True
 
 
 async def _wait_for(pilot: Pilot, condition: Callable[[], bool], timeout: float = 10.0) -> None:
