@@ -533,6 +533,10 @@ class Action:
     # finished job to cancel), and leaves no line. A filter that matched nothing does.
     on_named_jobs: bool = False
 
+    def recorded_for(self, touched: int) -> bool:
+        """Whether the audit trail gets a line for this action, which changed `touched` rows."""
+        return touched > 0 or not self.on_named_jobs
+
 
 @dataclass(frozen=True, slots=True)
 class Operator:

@@ -15,7 +15,7 @@ import socket
 # The inode of the initial PID namespace (PROC_PID_INIT_INO), the same on every Linux.
 INITIAL_PID_NAMESPACE = 0xEFFFFFFC
 
-_cached: tuple[int, str, int] | None = None  # (pid, namespace key, namespace inode)
+_cached: tuple[int, str, int] | None = None  # (pid it was read in, key, namespace inode)
 
 
 def _read() -> tuple[str, int]:
@@ -32,15 +32,20 @@ def _read() -> tuple[str, int]:
     return (f"{boot}:{inode}" if boot else ""), inode
 
 
+def _namespace() -> tuple[str, int]:
+    """(key, inode) of this process's PID namespace, read once per process (again in a
+    forked child)."""
+    global _cached
+    pid = os.getpid()
+    if _cached is None or _cached[0] != pid:
+        _cached = (pid, *_read())
+    return _cached[1], _cached[2]
+
+
 def pid_namespace() -> str:
     """This boot's id and this process's PID namespace ("BOOT_ID:INODE"), or "" when unknown
     (no /proc, or one of another namespace): then no pid is ever judged by this process."""
-    global _cached
-    pid = os.getpid()
-    if _cached is None or _cached[0] != pid:  # read again in a forked child
-        key, inode = _read()
-        _cached = (pid, key, inode)
-    return _cached[1]
+    return _namespace()[0]
 
 
 def same_pid_namespace(recorded: str) -> bool:
@@ -52,8 +57,6 @@ def pool_id() -> str:
     """This pool process's id, which its workers' ids start with: HOST:PID, followed by
     @INODE of its PID namespace when that is not the host's initial one (two containers
     with one hostname may both have pid 1)."""
-    pid_namespace()
-    assert _cached is not None
-    inode = _cached[2]
+    inode = _namespace()[1]
     suffix = f"@{inode}" if inode not in (0, INITIAL_PID_NAMESPACE) else ""
     return f"{socket.gethostname()}:{os.getpid()}{suffix}"

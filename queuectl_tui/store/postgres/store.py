@@ -484,7 +484,7 @@ def _in_order(found: list[str], asked: list[str]) -> list[str]:
 
 
 def _record(conn: Conn, action: Action | None, touched: int, now: int) -> None:
-    if action is None or (touched == 0 and action.on_named_jobs):  # see sqlite/control.py
+    if action is None or not action.recorded_for(touched):
         return
     conn.execute(
         SQL["record_action"],

@@ -15,7 +15,7 @@ from .statements import SQL, chunks, with_list
 
 def record(conn: sqlite3.Connection, action: Action | None, touched: int, now: int) -> None:
     """The audit line of `action` (None: the caller records it once the whole action is done)."""
-    if action is None or (touched == 0 and action.on_named_jobs):
+    if action is None or not action.recorded_for(touched):
         return
     conn.execute(
         SQL["record_action"],
