@@ -423,7 +423,15 @@ def parse_job_types(raw: Any) -> dict[str, JobType]:
     if not isinstance(raw, dict):
         raise ConfigError(f"{JOB_TYPES_KEY} must be an object of type name to its settings")
     types: dict[str, JobType] = {}
-    allowed = {"command", "max_retries", "timeout", "priority", "queue", "max_queue_depth"}
+    allowed = {
+        "command",
+        "max_retries",
+        "timeout",
+        "priority",
+        "queue",
+        "queues",
+        "max_queue_depth",
+    }
     for name, fields in raw.items():
         where = f"{JOB_TYPES_KEY}.{name}"
         try:
@@ -439,14 +447,30 @@ def parse_job_types(raw: Any) -> dict[str, JobType]:
                 isinstance(depth, bool) or not isinstance(depth, int) or depth < 1
             ):
                 raise ConfigError(f"{where}.max_queue_depth must be a whole number above 0")
+            queues = _other_queues(fields.get("queues", []), where)
             # The same rules as a job's own fields, so a type never makes a job they refuse.
-            spec = parse_job_spec({key: fields[key] for key in fields if key != "max_queue_depth"})
+            own = {key: fields[key] for key in fields if key not in ("max_queue_depth", "queues")}
+            spec = parse_job_spec(own)
         except InvalidInput as error:
             raise ConfigError(f"{where}: {error}") from None
         types[name] = JobType(
-            name, spec.command, spec.max_retries, spec.timeout, spec.priority, spec.queue, depth
+            name,
+            spec.command,
+            spec.max_retries,
+            spec.timeout,
+            spec.priority,
+            spec.queue,
+            depth,
+            queues,
         )
     return types
+
+
+def _other_queues(raw: Any, where: str) -> tuple[str, ...]:
+    """A job type's `queues`: the queues besides its own that its jobs may name."""
+    if not isinstance(raw, list):
+        raise ConfigError(f"{where}.queues must be a list of queue names")
+    return tuple(queue_name(value, "queues", "each of its queues") for value in raw)
 
 
 def parse_tokens(raw: Any) -> tuple[ApiToken, ...]:

@@ -238,10 +238,41 @@ class JobSpec(NamedTuple):
     payload: str | None = None  # JSON text, only with a job_type
 
 
+def replay_difference(
+    job: Job, spec: JobSpec, default_max_retries: int, id_given: bool
+) -> str | None:
+    """The first field in which `spec` asks for another job than `job`, the one its
+    idempotency key already names (None: the same job asked for again). The time it runs is
+    not compared: a job's `run_at` moves as it is retried."""
+    wanted = {
+        "id": spec.id if id_given else job.id,
+        "command": spec.command,
+        "type": spec.job_type,
+        "payload": None if spec.payload is None else json.loads(spec.payload),
+        "queue": spec.queue,
+        "priority": spec.priority,
+        "max_retries": default_max_retries if spec.max_retries is None else spec.max_retries,
+        "timeout": spec.timeout,
+    }
+    stored = {
+        "id": job.id,
+        "command": job.command,
+        "type": job.job_type,
+        "payload": None if job.payload is None else json.loads(job.payload),
+        "queue": job.queue,
+        "priority": job.priority,
+        "max_retries": job.max_retries,
+        "timeout": job.timeout,
+    }
+    return next((name for name in wanted if wanted[name] != stored[name]), None)
+
+
 @dataclass(frozen=True, slots=True)
 class JobType:
     """A named kind of job (config.json `job_types`): the command its jobs run, given their
-    payload as JSON on stdin and in QUEUECTL_PAYLOAD, and the defaults a job may override."""
+    payload as JSON on stdin and in QUEUECTL_PAYLOAD, and the defaults a job may override
+    within bounds: its timeout, retries and priority are the most a job of the type may ask
+    for (it may ask for less), and its queue is `queue` or one of `queues`."""
 
     name: str
     command: str
@@ -250,6 +281,7 @@ class JobType:
     priority: int = 0
     queue: str = DEFAULT_QUEUE
     max_queue_depth: int | None = None  # waiting jobs of this type beyond which HTTP says 429
+    queues: tuple[str, ...] = ()  # the other queues a job of this type may name
 
 
 class JobSpecError(InvalidInput):
@@ -416,6 +448,7 @@ def _typed_job_spec(obj: dict[str, Any], job_types: Mapping[str, JobType]) -> Jo
     fields = {key: value for key, value in obj.items() if key not in ("type", "payload")}
     fields["command"] = job_type.command
     base = parse_job_spec(fields)
+    _check_within_type(base, obj, job_type)
     return base._replace(
         priority=job_type.priority if obj.get("priority") is None else base.priority,
         max_retries=job_type.max_retries if base.max_retries is None else base.max_retries,
@@ -424,6 +457,32 @@ def _typed_job_spec(obj: dict[str, Any], job_types: Mapping[str, JobType]) -> Jo
         job_type=job_type.name,
         payload=payload,
     )
+
+
+def _check_within_type(spec: JobSpec, obj: dict[str, Any], job_type: JobType) -> None:
+    """A typed job may ask for less than its type gives, never for more: whoever may submit
+    the type (an anonymous HTTP client) gets no longer runs, more retries, a place ahead of
+    the line or another queue than the type's settings allow."""
+    of_type = f"for jobs of type '{job_type.name}'"
+    most_timeout, most_retries = job_type.timeout, job_type.max_retries
+    if most_timeout is not None and spec.timeout is not None and spec.timeout > most_timeout:
+        message = f"field 'timeout' may be at most {most_timeout:g} s {of_type}"
+        raise JobSpecError(message, "timeout")
+    if (
+        most_retries is not None
+        and spec.max_retries is not None
+        and spec.max_retries > most_retries
+    ):
+        raise JobSpecError(
+            f"field 'max_retries' may be at most {most_retries} {of_type}", "max_retries"
+        )
+    if obj.get("priority") is not None and spec.priority > job_type.priority:
+        message = f"field 'priority' may be at most {job_type.priority} {of_type}"
+        raise JobSpecError(message, "priority")
+    allowed = (job_type.queue, *job_type.queues)
+    if obj.get("queue") is not None and spec.queue not in allowed:
+        names = ", ".join(f"'{name}'" for name in allowed)
+        raise JobSpecError(f"field 'queue' must be one of {names} {of_type}", "queue")
 
 
 def _payload(value: Any) -> str:

@@ -15,7 +15,9 @@ from queuectl_tui.models import MAX_PAYLOAD_BYTES, JobSpecError, JobType, parse_
 from helpers import RunCli, wait_until
 
 TYPES = {
-    "email": JobType("email", "cat >> sent.jsonl", max_retries=5, timeout=30.0, queue="mail"),
+    "email": JobType(
+        "email", "cat >> sent.jsonl", max_retries=5, timeout=30.0, queue="mail", queues=("other",)
+    ),
 }
 
 
@@ -28,10 +30,10 @@ def test_a_typed_job_takes_its_type_s_command_and_defaults() -> None:
     )
     assert (spec.max_retries, spec.timeout, spec.queue, spec.priority) == (5, 30.0, "mail", 0)
     own = parse_job_spec(
-        {"type": "email", "payload": None, "max_retries": 1, "queue": "other", "priority": 3},
+        {"type": "email", "payload": None, "max_retries": 1, "queue": "other", "priority": -3},
         TYPES,
     )
-    assert (own.max_retries, own.queue, own.priority, own.payload) == (1, "other", 3, "null")
+    assert (own.max_retries, own.queue, own.priority, own.payload) == (1, "other", -3, "null")
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ from ..store import Store
 from ..timeutil import parse_duration
 from .context import context
 from .errors import HttpError
-from .requests import checked_queue, json_body
+from .requests import checked_queue, json_body, no_body
 
 
 def _one_job(report: control.Report, job_id: str, verb: str, refusal: str) -> Response:
@@ -41,6 +41,7 @@ def _on_one_job(
     async def route(request: Request) -> Response:
         ctx, job_id = context(request), request.path_params["job_id"]
         who = ctx.gate.writer(request)
+        await no_body(request, ctx.settings.http_body_limit)
         report = await ctx.stores.run(lambda store: act(store, [job_id], who))
         return _one_job(report, job_id, verb, refusal)
 
@@ -93,6 +94,7 @@ async def resume(request: Request) -> Response:
 async def _set_paused(request: Request, paused: bool) -> Response:
     ctx = context(request)
     who = ctx.gate.writer(request)
+    await no_body(request, ctx.settings.http_body_limit)
     name = checked_queue(request.path_params["name"], "name")
     await ctx.stores.run(lambda store: control.set_paused(store, name, paused, who))
     return JSONResponse({"queue": name, "paused": paused})

@@ -11,7 +11,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .. import service
-from ..models import Attempt, Job, JobSpecError, parse_job_spec
+from ..models import Attempt, Job, JobSpec, JobSpecError, parse_job_spec, replay_difference
 from ..store import Submitted
 from .context import context
 from .errors import HttpError
@@ -58,10 +58,24 @@ async def submit(request: Request) -> Response:
         return JSONResponse(job_view(result.job), 201, headers={"Location": location})
     if result.status is Submitted.EXISTING:
         assert result.job is not None
+        _check_replay(result.job, spec, ctx.settings.max_retries, "id" in body)
         return JSONResponse(job_view(result.job), 200)
     if result.status is Submitted.DUPLICATE_ID:
         raise HttpError(409, result.reason, "id")
     raise HttpError(429, result.reason, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
+
+
+def _check_replay(job: Job, spec: JobSpec, default_max_retries: int, id_given: bool) -> None:
+    """A known idempotency key answers with its job only when the body asks for that job:
+    reused for another one, it is 422 (nothing stored), never the first job in silence."""
+    differs = replay_difference(job, spec, default_max_retries, id_given)
+    if differs is not None:
+        raise HttpError(
+            422,
+            f"idempotency key '{job.idempotency_key}' was used for job '{job.id}' with another "
+            f"'{differs}'; send that job again as it was, or use a new key",
+            "idempotency_key",
+        )
 
 
 async def list_jobs(request: Request) -> Response:

@@ -16,12 +16,18 @@ MAX_PAGE = 500  # jobs per page of GET /jobs
 
 
 async def json_body(request: Request, limit: int) -> Any:
-    """The decoded JSON body: 413 past `limit` bytes, 415 for another media type, 400 when it
-    is not JSON. An empty body is None."""
+    """The decoded JSON body: 413 past `limit` bytes, 415 for another media type (declared
+    even on an empty body, or a body without one), 400 when it is not JSON. An empty body
+    without a media type is None.
+
+    Every write reads its body here, those that take none too: a page elsewhere can post
+    other media types without asking first, so no write takes them, with or without a body."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise HttpError(413, f"the body is larger than {limit:,} bytes")
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind and not _is_json(kind):
+        raise HttpError(415, f"send JSON (Content-Type: application/json), not {kind}")
     body = bytearray()
     async for chunk in request.stream():
         body += chunk
@@ -29,9 +35,8 @@ async def json_body(request: Request, limit: int) -> Any:
             raise HttpError(413, f"the body is larger than {limit:,} bytes")
     if not body.strip():
         return None
-    # Only with its media type: a page elsewhere can post other types without asking first.
-    if kind != "application/json" and not kind.endswith("+json"):
-        raise HttpError(415, f"send JSON (Content-Type: application/json), not {kind or 'none'}")
+    if not kind:
+        raise HttpError(415, "send JSON (Content-Type: application/json), not none")
     try:
         return json.loads(body.decode("utf-8"), parse_constant=_no_constant)
     except UnicodeDecodeError:
@@ -40,6 +45,17 @@ async def json_body(request: Request, limit: int) -> Any:
         raise HttpError(400, "invalid JSON: values nested too deeply") from None
     except ValueError as error:  # JSONDecodeError, or an integer too long to convert
         raise HttpError(400, f"invalid JSON: {error}") from None
+
+
+async def no_body(request: Request, limit: int) -> None:
+    """The body of a write that takes none: nothing, or an empty JSON object (the media type
+    rule of json_body holds for it too)."""
+    if await json_body(request, limit) not in (None, {}):
+        raise HttpError(422, "this request takes no body (or {})")
+
+
+def _is_json(kind: str) -> bool:
+    return kind == "application/json" or kind.endswith("+json")
 
 
 def _no_constant(name: str) -> object:

@@ -8,7 +8,9 @@ only after the transaction holding its job is durable. Two committers share the 
 while one waits for the disk to sync its commit, the other commits the next batch.
 
 A request never waits forever: if no committer is alive (its store could not be opened, or
-the server is stopping) it is refused at once, and any wait is bounded."""
+the server is stopping) it is refused at once, and any wait is bounded. A request whose wait
+runs out before a committer took its job withdraws it, so "not taken" is true for good: a
+blind retry never makes a second job. One already being committed waits for that commit."""
 
 from __future__ import annotations
 
@@ -37,6 +39,10 @@ class _Waiting:
     spec: JobSpec
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future[SubmitResult]
+    # Set under the submitter's lock: by a committer that took it into a batch, or by the
+    # request that withdrew it; whichever comes first decides.
+    taken: bool = False
+    withdrawn: bool = False
 
 
 class Submitter:
@@ -47,6 +53,7 @@ class Submitter:
         self._alive = 0
         self._lock = threading.Lock()
         self._why_down = "the server is not accepting submissions"
+        self.answer_within = ANSWER_WITHIN_SECONDS
 
     def start(self) -> None:
         with self._lock:
@@ -67,14 +74,29 @@ class Submitter:
     async def submit(self, spec: JobSpec) -> SubmitResult:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[SubmitResult] = loop.create_future()
+        waiting = _Waiting(spec, loop, future)
         with self._lock:
             if not self._alive:
                 raise SubmitterDown(self._why_down)
-            self._inbox.put(_Waiting(spec, loop, future))
+            self._inbox.put(waiting)
         try:
-            return await asyncio.wait_for(future, ANSWER_WITHIN_SECONDS)
+            return await asyncio.wait_for(asyncio.shield(future), self.answer_within)
         except TimeoutError:
-            raise SubmitterDown("the database did not take the submission in time") from None
+            with self._lock:
+                waiting.withdrawn = not waiting.taken
+            if waiting.withdrawn:
+                raise SubmitterDown("the database did not take the submission in time") from None
+        except asyncio.CancelledError:  # the client went away: nobody reads the answer
+            future.cancel()
+            raise
+        # A committer holds it: its commit answers (and store timeouts bound the commit).
+        try:
+            return await asyncio.wait_for(future, self.answer_within)
+        except TimeoutError:
+            raise SubmitterDown(
+                "the database has not confirmed the submission: it may be stored; send it "
+                "again with the same idempotency key, or look it up before sending it again"
+            ) from None
 
     def _serve(self) -> None:
         store: Store | None = None
@@ -95,7 +117,8 @@ class Submitter:
         if first is None:
             return False
         batch, stopping = self._collect(first)
-        self._commit(store, batch)
+        if batch:
+            self._commit(store, batch)
         return not stopping
 
     def _retire(self) -> None:
@@ -113,16 +136,24 @@ class Submitter:
                 _settle(item, None, SubmitterDown(self._why_down))
 
     def _collect(self, first: _Waiting) -> tuple[list[_Waiting], bool]:
-        batch = [first]
-        while len(batch) < MAX_BATCH:
+        """The next batch (withdrawn submissions left out, the rest marked taken), and
+        whether this committer was told to stop."""
+        found = [first]
+        stopping = False
+        while len(found) < MAX_BATCH:
             try:
                 more = self._inbox.get_nowait()
             except queue.Empty:
                 break
             if more is None:
-                return batch, True
-            batch.append(more)
-        return batch, False
+                stopping = True
+                break
+            found.append(more)
+        with self._lock:
+            batch = [item for item in found if not item.withdrawn]
+            for item in batch:
+                item.taken = True
+        return batch, stopping
 
     def _commit(self, store: Store, batch: list[_Waiting]) -> None:
         try:

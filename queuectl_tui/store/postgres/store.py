@@ -128,10 +128,14 @@ class PostgresStore(Store):
         return result
 
     def get(self, job_id: str) -> Job | None:
+        if not _nameable(job_id):
+            return None
         with self.db.for_one_statement(self._wait) as conn:
             return JOBS.first(conn, SQL["job_by_id"], (job_id,))
 
     def attempts(self, job_id: str) -> list[Attempt]:
+        if not _nameable(job_id):
+            return []
         with self.db.for_one_statement(self._wait) as conn:
             return ATTEMPTS.all(conn, SQL["job_attempts"], (job_id,))
 
@@ -256,7 +260,7 @@ class PostgresStore(Store):
         return self._run(body)  # type: ignore[no-any-return]
 
     def cancel_requested(self, job_ids: Sequence[str]) -> list[str]:
-        ids = list(job_ids)
+        ids = _unique(job_ids)
         return _in_order([row[0] for row in self._read(SQL["cancel_requested_among"], (ids,))], ids)
 
     def retry(self, job_ids: Sequence[str], now: int, action: Action | None) -> RetryResult:
@@ -470,7 +474,13 @@ def _one(conn: Conn, sql: str, params: Any = None) -> int:
 
 
 def _unique(ids: Sequence[str]) -> list[str]:
-    return list(dict.fromkeys(ids))
+    """The ids once each, without those no job can have: PostgreSQL's text holds no NUL (a
+    statement given one fails), and no job id has one, so such an id names no job."""
+    return [job_id for job_id in dict.fromkeys(ids) if _nameable(job_id)]
+
+
+def _nameable(job_id: str) -> bool:
+    return "\x00" not in job_id
 
 
 def _ids(conn: Conn, sql: str, params: Any) -> list[str]:
