@@ -222,6 +222,15 @@ SETTINGS: tuple[SettingSpec, ...] = (
         applies=SERVER_RESTART,
     ),
     SettingSpec(
+        "http_max_queues",
+        int,
+        1,
+        100_000,
+        "queues beyond which an HTTP submission may not create another (one naming an "
+        "existing queue is taken); each queue is a few series in /metrics",
+        applies=SERVER_RESTART,
+    ),
+    SettingSpec(
         "http_body_limit",
         int,
         1024,
@@ -270,6 +279,7 @@ class Settings:
     keep_dead_days: float = 0.0
     queue_limits: str = ""  # "reports=2,emails=5": set by each pool as it starts
     max_queue_depth: int = 0  # 0: no admission limit
+    http_max_queues: int = 100
     http_body_limit: int = 1024 * 1024
     # From config.json's objects (not `config set`): typed jobs and the HTTP tokens.
     job_types: Mapping[str, JobType] = field(default_factory=dict)

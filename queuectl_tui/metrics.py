@@ -44,7 +44,8 @@ def _families(s: MetricsSnapshot) -> Iterator[Metric]:
     from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
     # Labels name queues, states, statuses and outcomes only: never a job, command or pid,
-    # whose values would grow the number of series without bound.
+    # whose values would grow the number of series without bound; and queues only while they
+    # exist (HTTP clients may create only so many: http-max-queues).
     jobs = GaugeMetricFamily(
         "queuectl_jobs", "Jobs per queue and state.", labels=["queue", "state"]
     )
@@ -64,7 +65,8 @@ def _families(s: MetricsSnapshot) -> Iterator[Metric]:
         "queuectl_attempts", "Finished attempts per queue and outcome.", labels=["queue", "outcome"]
     )
     for (queue, outcome), n in s.attempts.items():
-        attempts.add_metric([queue, outcome.value], n)
+        if queue in s.queues:  # a queue's series go when it does (the totals keep counting)
+            attempts.add_metric([queue, outcome.value], n)
     yield attempts
     for name, documentation, value in (
         ("queuectl_retries", "Attempts that were retries of a job.", s.retries),

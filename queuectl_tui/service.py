@@ -17,6 +17,7 @@ from .models import (
     JobSpecError,
     JobState,
     JobType,
+    Operator,
     QueueCounts,
     Worker,
     WorkerStatus,
@@ -181,12 +182,18 @@ def admission(settings: Settings) -> Admission:
         for name, job_type in settings.job_types.items()
         if job_type.max_queue_depth is not None
     }
-    return Admission(settings.max_queue_depth or None, limits)
+    return Admission(settings.max_queue_depth or None, limits, settings.http_max_queues)
 
 
-def submit(store: Store, settings: Settings, specs: Sequence[JobSpec]) -> list[SubmitResult]:
-    """Independent submissions in one durable transaction, each with its own outcome."""
-    return store.submit(specs, settings.max_retries, store.now(), admission(settings))
+def submit(
+    store: Store,
+    settings: Settings,
+    specs: Sequence[JobSpec],
+    submitters: Sequence[Operator] = (),
+) -> list[SubmitResult]:
+    """Independent submissions in one durable transaction, each with its own outcome (and,
+    with `submitters`, one per spec, each job created audited as theirs)."""
+    return store.submit(specs, settings.max_retries, store.now(), admission(settings), submitters)
 
 
 def enqueue_lines(store: Store, settings: Settings, lines: Iterable[str]) -> BulkEnqueueResult:

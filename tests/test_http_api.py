@@ -174,6 +174,8 @@ def test_job_control_over_http_is_audited_with_the_token_s_name(tmp_path: Path) 
     assert {(entry.face, entry.actor) for entry in trail} == {("http", "ci-bot")}
     done = [(entry.action, entry.touched) for entry in reversed(trail)]
     assert done == [  # the refused cancel and delete are not on record
+        ("submit", 1),
+        ("submit", 1),
         ("cancel", 1),
         ("retry", 1),
         ("delete", 1),

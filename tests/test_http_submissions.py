@@ -11,14 +11,20 @@ from pathlib import Path
 
 import pytest
 from http_helpers import client_for, settings_for
+from test_http_server import Server
 
 from queuectl_tui import service
 from queuectl_tui.http.submitter import Submitter, SubmitterDown
-from queuectl_tui.models import parse_job_spec
+from queuectl_tui.models import Operator, parse_job_spec
 from queuectl_tui.store import Store, open_store
 
 from helpers import backend_location
 
+# A write token of a server's config (long enough, and not one character over and over).
+TOKEN = "submissions-test-token-0123456789abcdef"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+WHO = Operator("http", "anonymous", "127.0.0.1")
 TYPES = {
     "email": {
         "command": "cat",
@@ -119,10 +125,10 @@ def test_a_submission_answered_not_taken_is_never_stored_later(
             specs = [parse_job_spec({"id": name, "command": "true"}) for name in "abc"]
             taken = []
             for spec in specs[:2]:  # one for each committer, each then stuck in its commit
-                taken.append(asyncio.ensure_future(submitter.submit(spec)))
+                taken.append(asyncio.ensure_future(submitter.submit(spec, WHO)))
                 assert await loop.run_in_executor(None, inside.acquire, True, 30)
             with pytest.raises(SubmitterDown) as refused:
-                await submitter.submit(specs[2])
+                await submitter.submit(specs[2], WHO)
             release.set()
             answered = await asyncio.gather(*taken)
             return [result.job.id for result in answered if result.job], str(refused.value)
@@ -151,3 +157,80 @@ def test_a_body_less_write_of_another_media_type_is_415_and_changes_nothing(
         assert client.request(method, path, content=b"ok").status_code == 415  # no media type
         assert client.get("/queues").json()["queues"][0]["paused"] is False
         assert client.get("/jobs/x").json()["state"] == "pending"
+
+
+def test_each_submission_is_audited_as_its_submitter_s(tmp_path: Path, backend: str) -> None:
+    location = backend_location(backend, tmp_path)
+    with client_for(settings_for(tmp_path, job_types=TYPES, database=location)) as client:
+        created = [
+            client.post("/jobs", json={"type": "email", "idempotency_key": f"k{n}"}).json()["id"]
+            for n in range(3)
+        ]
+        assert (
+            client.post("/jobs", json={"type": "email", "idempotency_key": "k0"}).status_code == 200
+        )
+        assert client.post("/jobs", json={"type": "email", "queue": "x"}).status_code == 422
+    with open_store(location) as store:
+        entries = [entry for entry in store.actions(100) if entry.action == "submit"]
+    assert sorted(entry.subject.split()[0] for entry in entries) == sorted(created)
+    for entry in entries:  # a replay and a refusal add nothing; no payload or command shown
+        assert (entry.face, entry.touched) == ("http", 1)
+        assert entry.subject.endswith("(type email) to queue mail")
+
+
+def _series(metrics: str, name: str) -> set[str]:
+    return {
+        line.split("{")[1].split(",")[0]
+        for line in metrics.splitlines()
+        if line.startswith(name + "{")
+    }
+
+
+def test_metrics_show_only_queues_that_exist(tmp_path: Path, backend: str) -> None:
+    """A queue's series are there while it holds a job or is configured, and go with it."""
+    location = backend_location(backend, tmp_path)
+    with open_store(location) as store:
+        for n in range(30):
+            spec = parse_job_spec({"id": f"j{n}", "command": "true", "queue": f"q{n}"})
+            store.enqueue(spec, 0, store.now())
+        store.set_queue_paused("held", True, store.now(), WHO.action("pause", "held"))
+    with client_for(settings_for(tmp_path, database=location)) as client:
+        before = client.get("/metrics").text
+        assert _series(before, "queuectl_jobs") == {f'queue="q{n}"' for n in range(30)} | {
+            'queue="held"'
+        }
+        with open_store(location) as store:
+            store.delete([f"j{n}" for n in range(1, 30)], store.now(), None)
+        after = client.get("/metrics").text
+    assert _series(after, "queuectl_jobs") == {'queue="q0"', 'queue="held"'}
+
+
+@pytest.mark.slow
+def test_clients_create_only_so_many_queues_and_metrics_stay_bounded(tmp_path: Path) -> None:
+    """3,000 made-up queue names against a real server with http-max-queues 20: 20 queues
+    at most, the rest 422 naming the queue; /metrics stays small and forgets them with their
+    jobs."""
+    import httpx
+
+    config = {"http_max_queues": 20, "http_tokens": {"ci": {"token": TOKEN, "access": "write"}}}
+    server = Server(tmp_path, config, "--allow-commands")
+    try:
+        with httpx.Client(base_url=server.url, headers=AUTH, timeout=30) as client:
+            answers = [
+                client.post("/jobs", json={"command": "true", "queue": f"made-up-{n}"})
+                for n in range(3000)
+            ]
+            created = [answer.json()["id"] for answer in answers if answer.status_code == 201]
+            refused = [answer for answer in answers if answer.status_code == 422]
+            assert len(created) == 20 and len(refused) == 2980
+            assert refused[0].json()["field"] == "queue"
+            assert "http-max-queues" in refused[0].json()["error"]
+            full = client.get("/metrics").text
+            assert len(_series(full, "queuectl_jobs")) == 20
+            for job_id in created:
+                assert client.delete(f"/jobs/{job_id}").status_code == 200
+            empty = client.get("/metrics").text
+            assert _series(empty, "queuectl_jobs") == set()
+            assert len(empty) < len(full)
+    finally:
+        server.stop()

@@ -204,6 +204,7 @@ def _snapshot(**changes: object) -> MetricsSnapshot:
         "admission_rejected": 6,
         "queue_wait": Histogram((5, 1000), (1, 2, 1), 10, 4),
         "run_time": Histogram((5, 1000), (0, 3, 0), 1000, 3),
+        "queues": frozenset({"default", "reports"}),
     }
     fields.update(changes)
     return MetricsSnapshot(**fields)

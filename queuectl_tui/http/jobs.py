@@ -30,7 +30,7 @@ RETRY_AFTER_SECONDS = 1  # a full queue drains at the pools' pace; ask again soo
 
 async def submit(request: Request) -> Response:
     ctx = context(request)
-    ctx.gate.writer(request)
+    who = ctx.gate.writer(request)
     body = await json_body(request, ctx.settings.http_body_limit)
     if body is None:
         raise HttpError(400, "send the job as a JSON object")
@@ -51,7 +51,7 @@ async def submit(request: Request) -> Response:
             "`queuectl serve --allow-commands`",
             "command",
         )
-    result = await ctx.submitter.submit(spec)
+    result = await ctx.submitter.submit(spec, who)
     if result.status is Submitted.CREATED:
         assert result.job is not None
         location = f"/jobs/{quote(result.job.id, safe='')}"
@@ -62,6 +62,8 @@ async def submit(request: Request) -> Response:
         return JSONResponse(job_view(result.job), 200)
     if result.status is Submitted.DUPLICATE_ID:
         raise HttpError(409, result.reason, "id")
+    if result.status is Submitted.NEW_QUEUE_REFUSED:
+        raise HttpError(422, result.reason, "queue")
     raise HttpError(429, result.reason, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
 
 

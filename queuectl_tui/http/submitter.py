@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from .. import service
 from ..config import Settings
-from ..models import JobSpec
+from ..models import JobSpec, Operator
 from ..store import Store, StoreError, SubmitResult
 
 MAX_BATCH = 500
@@ -37,6 +37,7 @@ class SubmitterDown(StoreError):
 @dataclass(slots=True)
 class _Waiting:
     spec: JobSpec
+    who: Operator  # the audit trail's submitter
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future[SubmitResult]
     # Set under the submitter's lock: by a committer that took it into a batch, or by the
@@ -71,10 +72,10 @@ class Submitter:
             thread.join(timeout=30)
         self._threads.clear()
 
-    async def submit(self, spec: JobSpec) -> SubmitResult:
+    async def submit(self, spec: JobSpec, who: Operator) -> SubmitResult:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[SubmitResult] = loop.create_future()
-        waiting = _Waiting(spec, loop, future)
+        waiting = _Waiting(spec, who, loop, future)
         with self._lock:
             if not self._alive:
                 raise SubmitterDown(self._why_down)
@@ -157,7 +158,8 @@ class Submitter:
 
     def _commit(self, store: Store, batch: list[_Waiting]) -> None:
         try:
-            results = service.submit(store, self._settings, [item.spec for item in batch])
+            specs, submitters = [item.spec for item in batch], [item.who for item in batch]
+            results = service.submit(store, self._settings, specs, submitters)
         except Exception as error:  # the whole transaction failed: every request hears why
             for item in batch:
                 _settle(item, None, error)

@@ -4,10 +4,14 @@ because the queue is full; a backend gives the reads and the insert."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
-from ..models import Job, JobSpec
+from ..models import Job, JobSpec, Operator
 from .base import Admission, DuplicateJobError, EnqueueResult, SubmitResult, Submitted
+
+# One row of a backend's record_action statement: at, face, actor, host, action, subject,
+# touched.
+AuditRow = tuple[int, str, str, str, str, str, int]
 
 
 class Room:
@@ -19,12 +23,29 @@ class Room:
         admission: Admission,
         waiting: Callable[[], int],
         waiting_of_type: Callable[[str], int],
+        queues: Callable[[], Iterable[str]] = tuple,
     ) -> None:
         self._admission = admission
         self._read_waiting = waiting
         self._read_of_type = waiting_of_type
+        self._read_queues = queues
         self._waiting: int | None = None
         self._of_type: dict[str, int] = {}
+        self._queues: set[str] | None = None
+
+    def new_queue_refusal(self, spec: JobSpec) -> str:
+        """Why the job may not make its queue, one more than `max_queues` ('' if it may)."""
+        limit = self._admission.max_queues
+        if limit is None:
+            return ""
+        if self._queues is None:
+            self._queues = set(self._read_queues())
+        if spec.queue in self._queues or len(self._queues) < limit:
+            return ""
+        return (
+            f"no queue '{spec.queue}' exists and this server makes no more than {limit:,} "
+            "queues (http-max-queues): send it to an existing queue"
+        )
 
     def refusal(self, spec: JobSpec) -> str:
         """Why the job may not be added now ('' if it may)."""
@@ -51,6 +72,8 @@ class Room:
             self._waiting += 1
         if job.job_type in self._of_type:
             self._of_type[job.job_type] += 1
+        if self._queues is not None:
+            self._queues.add(job.queue)
 
 
 def submit_each(
@@ -70,6 +93,10 @@ def submit_each(
             if found is not None:  # a replay is answered even when the queue is full
                 results.append(SubmitResult(Submitted.EXISTING, found))
                 continue
+        new_queue = room.new_queue_refusal(spec)
+        if new_queue:
+            results.append(SubmitResult(Submitted.NEW_QUEUE_REFUSED, None, new_queue))
+            continue
         refusal = room.refusal(spec)
         if refusal:
             rejected += 1
@@ -86,6 +113,21 @@ def submit_each(
         room.took(created.job)
         results.append(SubmitResult(Submitted.CREATED, created.job))
     return results, rejected
+
+
+def audit_rows(
+    results: Sequence[SubmitResult], submitters: Sequence[Operator], now: int
+) -> list[AuditRow]:
+    """The audit line of each job created, naming who submitted it (never its command or
+    payload, which may hold secrets)."""
+    rows: list[AuditRow] = []
+    for result, who in zip(results, submitters, strict=False):
+        job = result.job
+        if result.status is Submitted.CREATED and job is not None:
+            kind = f"type {job.job_type}" if job.job_type else "a command"
+            subject = f"{job.id} ({kind}) to queue {job.queue}"
+            rows.append((now, who.face, who.actor, who.host, "submit", subject, 1))
+    return rows
 
 
 def insert_values(spec: JobSpec, default_max_retries: int, now: int) -> tuple[object, ...]:

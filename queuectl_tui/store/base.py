@@ -18,6 +18,7 @@ from ..models import (
     Job,
     JobSpec,
     JobState,
+    Operator,
     Outcome,
     QueueCounts,
     QueueInfo,
@@ -103,6 +104,7 @@ class Admission:
 
     max_depth: int | None = None  # jobs waiting to run (pending and failed), all queues
     type_limits: Mapping[str, int] = field(default_factory=dict)  # waiting jobs per type
+    max_queues: int | None = None  # queues beyond which a submission may not create one
 
 
 class Submitted(enum.Enum):
@@ -110,6 +112,7 @@ class Submitted(enum.Enum):
     EXISTING = "existing"  # its idempotency key was known: that job, nothing created
     DUPLICATE_ID = "duplicate_id"  # another job has its id: nothing created
     REJECTED = "rejected"  # the queue is full (Admission): nothing created
+    NEW_QUEUE_REFUSED = "new_queue_refused"  # it names a queue that would be one too many
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,16 +218,19 @@ class Histogram:
 class MetricsSnapshot:
     """What metrics report, read at one moment from counters the store keeps as it goes."""
 
-    jobs: Mapping[tuple[str, JobState], int]  # now; every state of every queue that had jobs
+    jobs: Mapping[tuple[str, JobState], int]  # now; every state of every existing queue
     workers: Mapping[WorkerStatus, int]  # every stored status, 0 included
     oldest_waiting_ms: int | None  # the age of the longest-waiting due job, any queue
-    attempts: Mapping[tuple[str, Outcome], int]  # all time, per queue and outcome
+    # All time, per queue and outcome, queues gone included (series show existing ones).
+    attempts: Mapping[tuple[str, Outcome], int]
     retries: int  # attempts that were runs after a job's first
     dead_lettered: int  # jobs that became dead
     late_results: int  # results turned away because their job was recovered meanwhile
     admission_rejected: int  # submissions refused because the queue was full
     queue_wait: Histogram  # from run_at to the claim
     run_time: Histogram  # from the claim to the result
+    # The queues that exist: holding a job, or configured (paused, or given a limit).
+    queues: frozenset[str] = frozenset()
 
 
 class Store(ABC):
@@ -277,10 +283,13 @@ class Store(ABC):
         default_max_retries: int,
         now: int,
         admission: Admission,
+        submitters: Sequence[Operator] = (),
     ) -> list[SubmitResult]:
         """Many independent submissions in one durable transaction (a group commit): each is
-        created, found by its idempotency key, refused for its id, or refused because the
-        queue is full (counted as an admission rejection), on its own, in order."""
+        created, found by its idempotency key, refused for its id, refused because the
+        queue is full (counted as an admission rejection) or would make one queue too many,
+        on its own, in order. With `submitters` (one per spec), each job created gets an
+        audit line naming who submitted it."""
 
     @abstractmethod
     def enqueue_batches(

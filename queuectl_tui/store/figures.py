@@ -75,10 +75,21 @@ def snapshot(
     bounds: tuple[int, ...],
     buckets: Iterable[tuple[str, int, int, int]],
     oldest_waiting_ms: int | None,
+    configured_queues: Iterable[str] = (),
 ) -> MetricsSnapshot:
     """Metrics from the counters' rows: jobs (queue, state, n), workers (status, n), attempt
     totals (queue, outcome, n, retries), event counters by name, the histogram's bounds and
-    its buckets (metric, le, n, sum_ms; per bucket, not cumulative)."""
+    its buckets (metric, le, n, sum_ms; per bucket, not cumulative).
+
+    Series per queue are only for the queues that exist: those holding a job, and those an
+    operator configured (paused, or given a limit). A queue's series go when it does, so
+    names that clients made up cannot grow a scrape for ever; the totals (and `attempts`)
+    keep every count."""
+    found: Counter[tuple[str, JobState]] = Counter()
+    for queue, state, n in jobs:
+        found[(queue, JobState(state))] += n
+    existing = {queue for (queue, _), n in found.items() if n > 0} | set(configured_queues)
+    queues = sorted(existing)
     attempts: Counter[tuple[str, Outcome]] = Counter()
     retries = 0
     for queue, outcome, n, queue_retries in attempt_totals:
@@ -86,12 +97,6 @@ def snapshot(
         attempts[(queue, Outcome(outcome))] += n
         retries += queue_retries
     per_bucket = {(metric, le): (n, sum_ms) for metric, le, n, sum_ms in buckets}
-    # Every state of every queue that has a counter: a queue's series stay put (at 0) when
-    # it empties, as its counters do.
-    found: Counter[tuple[str, JobState]] = Counter()
-    for queue, state, n in jobs:
-        found[(queue, JobState(state))] += n
-    queues = sorted({queue for queue, _ in found})
     statuses = {status: 0 for status in STORED_WORKER_STATUSES}
     for status, n in workers:
         shown = WorkerStatus(status)  # UNKNOWN for a status this version does not know
@@ -107,6 +112,7 @@ def snapshot(
         admission_rejected=counters.get("admission_rejected", 0),
         queue_wait=_histogram("queue_wait", bounds, per_bucket),
         run_time=_histogram("run_time", bounds, per_bucket),
+        queues=frozenset(existing),
     )
 
 

@@ -22,13 +22,14 @@ from ...models import (
     Job,
     JobSpec,
     JobState,
+    Operator,
     Outcome,
     QueueCounts,
     QueueInfo,
     Worker,
     WorkerStatus,
 )
-from ..admission import Room, insert_values, submit_each
+from ..admission import Room, audit_rows, insert_values, submit_each
 from ..base import (
     Admission,
     BulkEnqueueResult,
@@ -115,8 +116,11 @@ class PostgresStore(Store):
         default_max_retries: int,
         now: int,
         admission: Admission,
+        submitters: Sequence[Operator] = (),
     ) -> list[SubmitResult]:
-        return self._run(lambda conn: _submit(conn, specs, default_max_retries, now, admission))  # type: ignore[no-any-return]
+        return self._run(  # type: ignore[no-any-return]
+            lambda conn: _submit(conn, specs, default_max_retries, now, admission, submitters)
+        )
 
     def enqueue_batches(
         self, batches: Iterable[Sequence[JobSpec]], default_max_retries: int, now: int
@@ -228,6 +232,7 @@ class PostgresStore(Store):
             bounds=tuple(le for (le,) in conn.execute(SQL["metrics_histogram_bounds"])),
             buckets=conn.execute(SQL["metrics_histograms"]).fetchall(),
             oldest_waiting_ms=max(0, now - min(due)) if due else None,
+            configured_queues=[name for name, _, _ in conn.execute(SQL["queue_settings"])],
         )
 
     def retry_dead(
@@ -526,11 +531,13 @@ def _submit(
     default_max_retries: int,
     now: int,
     admission: Admission,
+    submitters: Sequence[Operator] = (),
 ) -> list[SubmitResult]:
     room = Room(
         admission,
         waiting=lambda: _one(conn, SQL["waiting_depth"]),
         waiting_of_type=lambda kind: _one(conn, SQL["waiting_of_type"], (kind,)),
+        queues=lambda: [name for (name,) in conn.execute(SQL["existing_queues"])],
     )
     results, rejected = submit_each(
         specs,
@@ -540,4 +547,8 @@ def _submit(
     )
     if rejected:
         conn.execute(SQL["add_to_counter"], ("admission_rejected", rejected))
+    audit = audit_rows(results, submitters, now)
+    if audit:
+        with conn.cursor() as cursor:  # one round trip for them all
+            cursor.executemany(SQL["record_action"], audit)
     return results

@@ -21,6 +21,7 @@ def read(conn: sqlite3.Connection, now: int) -> MetricsSnapshot:
         bounds=tuple(le for (le,) in conn.execute(SQL["metrics_histogram_bounds"])),
         buckets=conn.execute(SQL["metrics_histograms"]).fetchall(),
         oldest_waiting_ms=_oldest_waiting(conn, now),
+        configured_queues=[name for name, _, _ in conn.execute(SQL["queue_settings"])],
     )
 
 

@@ -17,6 +17,7 @@ from ...models import (
     Job,
     JobSpec,
     JobState,
+    Operator,
     QueueCounts,
     QueueInfo,
     Worker,
@@ -87,9 +88,12 @@ class SQLiteStore(Store):
         default_max_retries: int,
         now: int,
         admission: Admission,
+        submitters: Sequence[Operator] = (),
     ) -> list[SubmitResult]:
         return self._db.write(
-            lambda conn: submit.submit(conn, specs, default_max_retries, now, admission),
+            lambda conn: submit.submit(
+                conn, specs, default_max_retries, now, admission, submitters
+            ),
             durable=True,
         )
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from ...models import JobSpec
-from ..admission import Room, insert_values, submit_each
+from ...models import JobSpec, Operator
+from ..admission import Room, audit_rows, insert_values, submit_each
 from ..base import Admission, DuplicateJobError, EnqueueResult, SubmitResult
 from ..rows import JOBS
 from .statements import SQL
@@ -39,6 +39,7 @@ def submit(
     default_max_retries: int,
     now: int,
     admission: Admission,
+    submitters: Sequence[Operator] = (),
 ) -> list[SubmitResult]:
     room = Room(
         admission,
@@ -46,6 +47,7 @@ def submit(
         waiting_of_type=lambda kind: int(
             conn.execute(SQL["waiting_of_type"], (kind,)).fetchone()[0]
         ),
+        queues=lambda: [name for (name,) in conn.execute(SQL["existing_queues"])],
     )
     results, rejected = submit_each(
         specs,
@@ -55,4 +57,5 @@ def submit(
     )
     if rejected:
         conn.execute(SQL["add_to_counter"], (rejected, "admission_rejected"))
+    conn.executemany(SQL["record_action"], audit_rows(results, submitters, now))
     return results

@@ -131,6 +131,14 @@ SELECT count(*) FROM jobs WHERE state = %s AND finished_at < %s AND finished_at 
 -- name: queue_settings
 SELECT name, paused, max_running FROM queues
 
+-- name: existing_queues
+-- The queues that exist: holding a job, or configured (paused, or given a limit).
+SELECT queue
+  FROM (SELECT queue, n FROM job_counts UNION ALL SELECT queue, n FROM job_count_deltas) c
+ GROUP BY queue HAVING sum(n) > 0
+UNION
+SELECT name FROM queues
+
 -- name: set_queue_paused
 INSERT INTO queues (name, paused, updated_at) VALUES (%s, %s, %s)
     ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at

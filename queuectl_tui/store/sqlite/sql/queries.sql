@@ -172,6 +172,12 @@ DELETE FROM jobs WHERE state <> 'processing' AND seq IN (?, ...)
 -- name: queue_settings
 SELECT name, paused, max_running FROM queues
 
+-- name: existing_queues
+-- The queues that exist: holding a job, or configured (paused, or given a limit).
+SELECT queue FROM queue_counts GROUP BY queue HAVING sum(n) > 0
+UNION
+SELECT name FROM queues
+
 -- name: queue_depths
 -- Jobs per queue and state (the counters): which queues exist and how full they are.
 SELECT queue, state, n FROM queue_counts WHERE n > 0
