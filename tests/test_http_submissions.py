@@ -234,3 +234,56 @@ def test_clients_create_only_so_many_queues_and_metrics_stay_bounded(tmp_path: P
             assert len(empty) < len(full)
     finally:
         server.stop()
+
+
+class ServerOn(Server):
+    """A real server on the queue at `location` (a SQLite path or a PostgreSQL URL)."""
+
+    def __init__(self, location: str, *args: object) -> None:
+        self.location = location
+        super().__init__(*args)  # type: ignore[arg-type]
+
+    def command(self) -> list[str]:
+        return [*super().command()[:-1], self.location]
+
+
+@pytest.mark.slow
+def test_the_submission_attacks_against_a_real_server(tmp_path: Path, backend: str) -> None:
+    """Over real sockets, on each backend: a typed job asking for a week-long timeout, a
+    hundred retries, a higher priority or another queue; an idempotency key reused for
+    another body; a NUL in an id; a body-less write of another media type. Each is refused
+    and stores nothing; the one job made is audited."""
+    import httpx
+
+    location = backend_location(backend, tmp_path)
+    config = {
+        "job_types": TYPES,
+        "http_tokens": {"ci": {"token": TOKEN, "access": "write"}},
+    }
+    server = ServerOn(location, tmp_path, config)
+    try:
+        with httpx.Client(base_url=server.url, headers=AUTH, timeout=30) as client:
+            seed = {"type": "email", "payload": {"to": "a@example.com"}, "idempotency_key": "s"}
+            made = client.post("/createJob", json=seed)
+            assert made.status_code == 201, made.text
+            job_id = made.json()["id"]
+            for override in ({"timeout": 604_800}, {"max_retries": 100}, {"priority": 9}):
+                refused = client.post("/jobs", json={"type": "email"} | override)
+                assert refused.status_code == 422, refused.text
+            assert client.post("/jobs", json={"type": "email", "queue": "x"}).status_code == 422
+            other = client.post("/jobs", json=seed | {"payload": {"to": "b@example.com"}})
+            assert other.status_code == 422 and other.json()["field"] == "idempotency_key"
+            assert client.post("/jobs", json=seed).status_code == 200
+            for method, path in (("GET", "/jobs/a%00b"), ("POST", "/jobs/a%00b/cancel")):
+                assert client.request(method, path).status_code == 404
+            plain = {"content-type": "text/plain"}
+            assert client.post(f"/jobs/{job_id}/cancel", headers=plain).status_code == 415
+            assert client.get(f"/jobs/{job_id}").json()["state"] == "pending"
+    finally:
+        server.stop()
+    assert _stored(location) == [job_id]
+    with open_store(location) as store:
+        submitted = [entry for entry in store.actions(100) if entry.action == "submit"]
+    assert [(entry.face, entry.actor, entry.subject.split()[0]) for entry in submitted] == [
+        ("http", "ci", job_id)
+    ]
