@@ -93,9 +93,12 @@ def _errors() -> dict[type[Exception] | int, object]:
         # Not an error of the server: one line, and an answer nobody will read.
         peer = request.client.host if request.client else "?"
         log.warning(
-            "%s went away before sending all of %s %s", peer, request.method, request.url.path
+            "%s: connection closed before all of %s %s arrived",
+            peer,
+            request.method,
+            request.url.path,
         )
-        return HttpError(400, "the client went away").response()
+        return HttpError(400, "the connection closed before the request arrived").response()
 
     async def unexpected(request: Request, error: Exception) -> Response:
         # Answered outside the middleware that adds the security headers: added here.

@@ -14,6 +14,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from .errors import HttpError
 
 EXPENSIVE = frozenset({"/", "/jobs", "/stats", "/metrics", "/metrics.json"})
+# Set in the request's scope while it waits for a turn: its connection may then be closed to
+# make room for another (transport.py), as an idle one may.
+WAITING = "queuectl.waiting_for_turn"
 WAIT_S = 2.0
 RETRY_AFTER_S = 1
 
@@ -28,16 +31,21 @@ class ExpensiveReads:
         if scope["type"] != "http" or scope["method"] != "GET" or scope["path"] not in EXPENSIVE:
             await self.app(scope, receive, send)
             return
+        scope[WAITING] = True
         try:
             await asyncio.wait_for(self._turns.acquire(), WAIT_S)
         except TimeoutError:
+            # The connection closes too: requests pipelined behind this one must not keep it
+            # busy with a 503 each.
             busy = HttpError(
                 503,
                 f"the server is answering {self.limit} other reads; try again shortly",
-                headers={"Retry-After": str(RETRY_AFTER_S)},
+                headers={"Retry-After": str(RETRY_AFTER_S), "Connection": "close"},
             )
             await busy.response()(scope, receive, send)
             return
+        finally:
+            scope[WAITING] = False
         held = True
 
         async def answering(message: Message) -> None:

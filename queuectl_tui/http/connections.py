@@ -1,9 +1,9 @@
 """Who holds the server's connections: at most so many in all and so many per client address.
 
-At a limit the connection that has been idle longest (between requests, or still sending
-its request head) is closed to make room, so that sockets left open by one client cannot
-lock the others out; only when every connection is busy with a request is the new one
-refused."""
+At a limit the connection that has waited longest on its client (idle, still sending its
+request, leaving its answer unread) is closed to make room, so that sockets left open by one
+client cannot lock the others out; only when every connection is being answered is the new
+one refused."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Protocol
 class Connection(Protocol):
     @property
     def evictable(self) -> bool:
-        """True while no request of it is being answered."""
+        """True unless a request it sent in full is being answered."""
         ...
 
     @property

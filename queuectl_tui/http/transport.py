@@ -18,9 +18,11 @@ from enum import Enum
 from typing import Any, ClassVar
 
 import httptools
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn._types import ASGI3Application
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from ..config import Settings
+from .busy import WAITING
 from .connections import Connections
 
 log = logging.getLogger("uvicorn.error")
@@ -102,6 +104,7 @@ class LimitedProtocol(HttpToolsProtocol):
         self._header_total = 0
         self._refusal: str | None = None
         self._body_done = True
+        self._running: RequestResponseCycle | None = None
 
     # Connections in and out
 
@@ -122,7 +125,15 @@ class LimitedProtocol(HttpToolsProtocol):
 
     @property
     def evictable(self) -> bool:
-        return self.phase in (Phase.IDLE, Phase.HEAD, Phase.REFUSED)
+        """Not while a request it sent in full is being answered, unless the client leaves
+        the answer unread or the request waits for a turn (busy.py)."""
+        if self.phase is not Phase.ANSWER or self._write_stalled:
+            return True
+        return self._running is not None and bool(self._running.scope.get(WAITING))
+
+    def _start_asgi_task(self, cycle: RequestResponseCycle, app: ASGI3Application) -> None:
+        self._running = cycle  # uvicorn's `cycle` is the last one read, maybe not yet started
+        super()._start_asgi_task(cycle, app)
 
     def evict(self) -> None:
         self._close("closed to make room for a new connection")
@@ -260,6 +271,12 @@ class LimitedProtocol(HttpToolsProtocol):
             self.transport.abort()  # close() would wait for a client that does not read
         else:
             self.transport.close()
+        # What connection_lost will do, at once: an answer under way writes nothing more to
+        # the closed transport, and one waiting to write stops waiting.
+        if self._running is not None and not self._running.response_complete:
+            self._running.disconnected = True
+            self._running.message_event.set()
+        self.flow.resume_writing()
 
     def _refuse(self, status: int, message: str) -> None:
         """Answer `status` with `message`, stop reading requests, close once it is sent (or
