@@ -20,7 +20,7 @@ CHECK_TIMEOUT_S = 10.0  # a database that has not answered by then is reported a
 class HealthCheck:
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="queuectl-health")
+        self._pool: ThreadPoolExecutor | None = None  # made on first use, again after close
         self._store: Store | None = None  # used on the pool's one thread only
         self._running: Future[str | None] | None = None
         self._lock = threading.Lock()
@@ -37,6 +37,8 @@ class HealthCheck:
 
     async def problem(self) -> str | None:
         with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(1, thread_name_prefix="queuectl-health")
             if self._running is None or self._running.done():
                 self._running = self._pool.submit(self._check)
             running = self._running
@@ -47,10 +49,14 @@ class HealthCheck:
             return f"the database did not answer within {CHECK_TIMEOUT_S:g} s"
 
     def close(self) -> None:
+        with self._lock:
+            pool, self._pool, self._running = self._pool, None, None
+        if pool is None:
+            return
         # A check that still hangs on the database is left behind: the process ends anyway.
         with contextlib.suppress(TimeoutError):
-            self._pool.submit(self._close_store).result(timeout=CHECK_TIMEOUT_S)
-        self._pool.shutdown(wait=False)
+            pool.submit(self._close_store).result(timeout=CHECK_TIMEOUT_S)
+        pool.shutdown(wait=False)
 
     def _close_store(self) -> None:
         if self._store is not None:
