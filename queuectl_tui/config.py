@@ -238,6 +238,76 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "bytes of an HTTP request body beyond which it gets 413",
         applies=SERVER_RESTART,
     ),
+    # What one HTTP client may hold of the server (see http/transport.py).
+    SettingSpec(
+        "http_header_limit",
+        int,
+        1024,
+        1024 * 1024,
+        "bytes of an HTTP request line and headers beyond which it gets 431 and is closed",
+        applies=SERVER_RESTART,
+    ),
+    SettingSpec(
+        "http_header_count",
+        int,
+        8,
+        1000,
+        "headers of an HTTP request beyond which it gets 431 and is closed",
+        applies=SERVER_RESTART,
+    ),
+    SettingSpec(
+        "http_header_timeout",
+        float,
+        0.1,
+        3600.0,
+        "seconds an HTTP request line and headers may take to arrive, in all, before the "
+        "connection is closed",
+        applies=SERVER_RESTART,
+    ),
+    SettingSpec(
+        "http_body_timeout",
+        float,
+        0.1,
+        3600.0,
+        "seconds an HTTP request body may take to arrive, in all, before the connection is closed",
+        applies=SERVER_RESTART,
+    ),
+    SettingSpec(
+        "http_idle_timeout",
+        float,
+        0.1,
+        3600.0,
+        "seconds an HTTP connection may stay silent between requests (or before its first), "
+        "or leave an answer unread, before it is closed",
+        applies=SERVER_RESTART,
+    ),
+    SettingSpec(
+        "http_max_connections",
+        int,
+        2,
+        100_000,
+        "open HTTP connections in all; past it the longest-idle one is closed for a new one, "
+        "or the new one when all are busy",
+        applies=SERVER_RESTART,
+    ),
+    SettingSpec(
+        "http_max_client_connections",
+        int,
+        1,
+        100_000,
+        "open HTTP connections from one client address (all local clients share 127.0.0.1); "
+        "past it as for http-max-connections",
+        applies=SERVER_RESTART,
+    ),
+    SettingSpec(
+        "http_read_concurrency",
+        int,
+        1,
+        1000,
+        "expensive HTTP reads answered at once (GET /jobs, /stats, /metrics, the dashboard); "
+        "one more waits up to 2 s, then gets 503 with Retry-After",
+        applies=SERVER_RESTART,
+    ),
 )
 SETTINGS_BY_KEY: dict[str, SettingSpec] = {spec.key: spec for spec in SETTINGS}
 # The settings a running pool takes from a changed config file.
@@ -281,6 +351,14 @@ class Settings:
     max_queue_depth: int = 0  # 0: no admission limit
     http_max_queues: int = 100
     http_body_limit: int = 1024 * 1024
+    http_header_limit: int = 64 * 1024
+    http_header_count: int = 100
+    http_header_timeout: float = 10.0
+    http_body_timeout: float = 30.0
+    http_idle_timeout: float = 15.0
+    http_max_connections: int = 1000
+    http_max_client_connections: int = 100
+    http_read_concurrency: int = 4
     # From config.json's objects (not `config set`): typed jobs and the HTTP tokens.
     job_types: Mapping[str, JobType] = field(default_factory=dict)
     tokens: tuple[ApiToken, ...] = ()

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -16,9 +17,11 @@ from ..errors import Conflict, Damaged, InvalidInput, NotFound, Unavailable
 from ..store import StoreError
 from . import control, dashboard, jobs, metrics_routes, reads
 from .auth import Gate
+from .busy import ExpensiveReads
 from .context import Context, ServeOptions, Stores
 from .errors import HttpError
 from .guard import RequestGuard
+from .health import HealthCheck
 from .openapi import document
 from .submitter import Submitter
 
@@ -27,6 +30,7 @@ CONTENT_SECURITY_POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
+log = logging.getLogger("uvicorn.error")
 _SECURITY_HEADERS = [
     (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
     (b"x-content-type-options", b"nosniff"),
@@ -85,6 +89,17 @@ def _errors() -> dict[type[Exception] | int, object]:
             return HttpError(405, message).response()
         return HttpError(405, f"{request.method} is not allowed here").response()
 
+    async def gone(request: Request, error: Exception) -> Response:
+        # Not an error of the server: one line, and an answer nobody will read.
+        peer = request.client.host if request.client else "?"
+        log.warning(
+            "%s: connection closed before all of %s %s arrived",
+            peer,
+            request.method,
+            request.url.path,
+        )
+        return HttpError(400, "the connection closed before the request arrived").response()
+
     async def unexpected(request: Request, error: Exception) -> Response:
         # Answered outside the middleware that adds the security headers: added here.
         headers = {name.decode(): value.decode() for name, value in _SECURITY_HEADERS}
@@ -99,6 +114,7 @@ def _errors() -> dict[type[Exception] | int, object]:
         StoreError: unavailable,
         Unavailable: unavailable,
         Damaged: unavailable,
+        ClientDisconnect: gone,
         404: no_route,
         405: wrong_method,
         Exception: unexpected,
@@ -107,7 +123,14 @@ def _errors() -> dict[type[Exception] | int, object]:
 
 def create_app(settings: Settings, options: ServeOptions | None = None) -> Starlette:
     options = options or ServeOptions()
-    ctx = Context(settings, options, Gate(settings.tokens), Stores(settings), Submitter(settings))
+    ctx = Context(
+        settings,
+        options,
+        Gate(settings.tokens),
+        Stores(settings),
+        Submitter(settings),
+        HealthCheck(settings),
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -117,6 +140,7 @@ def create_app(settings: Settings, options: ServeOptions | None = None) -> Starl
         finally:
             ctx.submitter.stop()
             ctx.stores.close()
+            ctx.health.close()
 
     routes: list[BaseRoute] = [Route("/openapi.json", _openapi, methods=["GET"])]
     routes += reads.ROUTES + metrics_routes.ROUTES
@@ -130,6 +154,7 @@ def create_app(settings: Settings, options: ServeOptions | None = None) -> Starl
         lifespan=lifespan,
     )
     app.state.queuectl = ctx
+    app.add_middleware(ExpensiveReads, limit=settings.http_read_concurrency)
     app.add_middleware(RequestGuard, gate=ctx.gate, hosts=options.hosts)
     app.add_middleware(SecurityHeaders)
     return app

@@ -1,5 +1,5 @@
-"""What every route of one server shares: its settings, its token gate, the group committer
-and a store per thread (a store object serves one thread at a time)."""
+"""What every route of one server shares: its settings, its token gate, the group committer,
+a store per thread (a store object serves one thread at a time) and the health check."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from .. import service
 from ..config import Settings
 from ..store import Store
 from .auth import Gate
+from .health import HealthCheck
 from .submitter import Submitter
 
 T = TypeVar("T")
@@ -65,6 +66,7 @@ class Context:
     gate: Gate
     stores: Stores
     submitter: Submitter
+    health: HealthCheck
 
 
 def context(request: Request) -> Context:

@@ -9,9 +9,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .. import control, service
-from ..errors import Damaged, Unavailable
 from ..models import QueueInfo, Worker
-from ..store import Store, StoreError
+from ..store import Store
 from .context import context
 from .requests import queue_param
 
@@ -61,10 +60,9 @@ def workers_view(found: list[Worker], stale_after_s: float, now: int) -> dict[st
 
 async def healthz(request: Request) -> Response:
     """200 while the database answers a read; 503 with the reason when it does not."""
-    try:
-        await context(request).stores.run(lambda store: service.queue_status(store))
-    except (StoreError, Unavailable, Damaged) as error:
-        return JSONResponse({"ok": False, "error": str(error)}, 503)
+    problem = await context(request).health.problem()  # on a thread of its own
+    if problem is not None:
+        return JSONResponse({"ok": False, "error": problem}, 503)
     return JSONResponse({"ok": True})
 
 

@@ -76,6 +76,7 @@ def serve(
     import uvicorn
 
     from .app import create_app
+    from .transport import protocol_class
 
     sock = _listen(address)
     listening()
@@ -92,5 +93,7 @@ def serve(
         server_header=False,
         proxy_headers=False,  # X-Forwarded-For from a local client must not name the client
         lifespan="on",
+        http=protocol_class(settings),  # httptools, with the limits a hostile client meets
+        ws="none",
     )
     uvicorn.Server(config).run(sockets=[sock])
