@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from http_helpers import READ, WRITE, bearer, client_for, settings_for
+from http_helpers import GENERATED, READ, WRITE, bearer, client_for, settings_for
 
 from queuectl_tui.store import open_store
 from queuectl_tui.timeutil import now_ms
@@ -75,7 +75,8 @@ def test_malformed_json_wrong_type_and_big_bodies(tmp_path: Path) -> None:
 
 def test_a_duplicate_id_is_409_and_raw_commands_need_the_flag(tmp_path: Path) -> None:
     with client_for(settings_for(tmp_path), allow_commands=True) as client:
-        assert client.post("/jobs", json={"id": "a", "command": "true"}).status_code == 201
+        raw = {"id": "a", "command": "true"}
+        assert client.post("/jobs", json=raw, headers=bearer(GENERATED)).status_code == 201
         clash = client.post("/jobs", json={"id": "a", "type": "email"})
         assert clash.status_code == 409 and clash.json()["field"] == "id"
     assert _stored_ids(tmp_path) == ["a"]
@@ -113,7 +114,7 @@ def test_jobs_page_by_cursor_and_filter_by_state_and_queue(tmp_path: Path) -> No
         for index in range(7):
             queue = "reports" if index % 2 else "default"
             job = {"id": f"j{index}", "command": "true", "queue": queue}
-            assert client.post("/jobs", json=job).status_code == 201
+            assert client.post("/jobs", json=job, headers=bearer(GENERATED)).status_code == 201
         seen, cursor = [], None
         while True:
             params = {"limit": "3"} | ({"cursor": cursor} if cursor else {})
@@ -186,7 +187,7 @@ def test_job_control_over_http_is_audited_with_the_token_s_name(tmp_path: Path) 
     ]
 
 
-def test_with_tokens_writes_need_a_write_token_and_output_a_token(tmp_path: Path) -> None:
+def test_with_tokens_writes_need_a_write_token_and_reads_a_token(tmp_path: Path) -> None:
     settings = settings_for(tmp_path, tokens=(WRITE, READ))
     with client_for(settings) as client:
         job = {"type": "email", "payload": {"secret": 1}}
@@ -200,15 +201,16 @@ def test_with_tokens_writes_need_a_write_token_and_output_a_token(tmp_path: Path
         created = client.post("/jobs", json=job, headers=bearer(WRITE))
         assert created.status_code == 201
         job_id = created.json()["id"]
-        assert client.get("/status").status_code == 200  # reads stay open
+        assert client.get("/status").status_code == 401
+        assert client.get("/status", headers=bearer(READ)).status_code == 200
+        assert client.get("/status", headers=bearer(WRITE)).status_code == 200
     with open_store(str(tmp_path / "q.db")) as store:
         from store_helpers import claim, settle
 
         claimed = claim(store, now=now_ms())
         settle(store, claimed, output="the secret output", now=now_ms() + 5)
     with client_for(settings) as client:
-        anonymous = client.get(f"/jobs/{job_id}").json()["attempt_history"][0]
-        assert anonymous["output"] is None
+        assert client.get(f"/jobs/{job_id}").status_code == 401
         reader = client.get(f"/jobs/{job_id}", headers=bearer(READ)).json()["attempt_history"][0]
         assert reader["output"] == "the secret output"
 
@@ -262,19 +264,24 @@ def test_writes_from_another_site_s_page_and_foreign_hosts_are_refused(tmp_path:
     assert len(_stored_ids(tmp_path)) == 2
 
 
-def test_an_unknown_token_is_refused_everywhere_and_payloads_need_a_token(tmp_path: Path) -> None:
+def test_an_unknown_token_is_refused_everywhere_and_reads_need_a_token(tmp_path: Path) -> None:
     settings = settings_for(tmp_path, tokens=(WRITE, READ))
     with client_for(settings) as client:
-        unknown = {"Authorization": "Bearer " + "u" * 24}
-        for path in ("/status", "/jobs", "/workers", "/metrics", "/"):
+        unknown = {"Authorization": "Bearer " + "u" * 40}
+        for path in ("/status", "/jobs", "/workers", "/metrics", "/", "/healthz"):
             assert client.get(path, headers=unknown).status_code == 401, path
         job = {"type": "email", "payload": {"password": "hunter2"}}
         job_id = client.post("/jobs", json=job, headers=bearer(WRITE)).json()["id"]
-        assert client.get(f"/jobs/{job_id}").json()["payload"] is None
-        assert client.get("/jobs").json()["jobs"][0]["payload"] is None
+        reads = ("/status", "/stats", "/queues", "/workers", "/metrics", "/metrics.json")
+        for path in (*reads, "/jobs", f"/jobs/{job_id}", "/openapi.json", "/", "/?job=x"):
+            anonymous = client.get(path)
+            assert anonymous.status_code == 401, path
+            assert "hunter2" not in anonymous.text and "Bearer TOKEN" in anonymous.json()["error"]
         shown = client.get(f"/jobs/{job_id}", headers=bearer(READ)).json()
         assert shown["payload"] == {"password": "hunter2"}
-        assert "hunter2" not in client.get("/").text
+        assert "hunter2" in client.get(f"/?job={job_id}", headers=bearer(READ)).text
+        assert client.get("/healthz").json() == {"ok": True}  # probes carry no token
+        assert client.get("/static/dashboard.js").status_code == 200  # code, no data
 
 
 @pytest.mark.parametrize(

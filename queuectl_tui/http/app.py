@@ -107,7 +107,8 @@ def _errors() -> dict[type[Exception] | int, object]:
 
 def create_app(settings: Settings, options: ServeOptions | None = None) -> Starlette:
     options = options or ServeOptions()
-    ctx = Context(settings, options, Gate(settings.tokens), Stores(settings), Submitter(settings))
+    gate = Gate(settings.tokens, options.generated)
+    ctx = Context(settings, options, gate, Stores(settings), Submitter(settings))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
