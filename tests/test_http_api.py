@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -328,3 +329,78 @@ def test_a_typed_only_server_asks_for_a_type_and_a_read_only_one_says_where_writ
 def test_an_address_given_as_a_url_is_a_usage_error(run_cli: RunCli) -> None:
     result = run_cli("serve", "--addr", "http://127.0.0.1:8095")
     assert result.returncode == 2 and "--addr must be HOST:PORT" in result.stderr
+
+
+def test_without_tokens_anonymous_clients_read_and_submit_typed_jobs_only(tmp_path: Path) -> None:
+    with client_for(settings_for(tmp_path), allow_commands=True) as client:
+        assert client.post("/createJob", json=SEED).status_code == 201
+        assert client.get("/jobs").json()["total"] == 1
+        raw = client.post("/jobs", json={"id": "r", "command": "id"})
+        assert raw.status_code == 401 and "q.db.http-token" in raw.json()["error"]
+        job_id = client.get("/jobs").json()["jobs"][0]["id"]
+        writes = [
+            ("post", f"/jobs/{job_id}/cancel", None),
+            ("post", f"/jobs/{job_id}/retry", None),
+            ("delete", f"/jobs/{job_id}", None),
+            ("post", "/dlq/retry", {}),
+            ("post", "/queues/default/pause", None),
+            ("post", "/queues/default/resume", None),
+            ("post", "/prune", {"states": ["completed"], "older_than": "7d"}),
+        ]
+        for method, path, body in writes:
+            answer = client.request(method, path, json=body)
+            assert answer.status_code == 401, path
+            assert answer.headers["www-authenticate"].startswith("Bearer")
+        token = bearer(GENERATED)
+        assert (
+            client.post("/jobs", json={"id": "r", "command": "id"}, headers=token).status_code
+            == 201
+        )
+        for method, path, body in writes[-2:]:
+            assert client.request(method, path, json=body, headers=token).status_code == 200
+    with open_store(str(tmp_path / "q.db")) as store:
+        assert {(entry.actor, entry.action) for entry in store.actions()} == {
+            ("generated", "resume"),
+            ("generated", "prune"),
+        }
+    assert sorted(_stored_ids(tmp_path)) == sorted([job_id, "r"])
+
+
+def test_a_server_off_loopback_answers_only_the_names_it_is_given(tmp_path: Path) -> None:
+    from queuectl_tui.http.server import Address, allowed_hosts
+
+    settings = settings_for(tmp_path, tokens=(WRITE, READ), http_hosts="queue.example.com")
+    hosts = allowed_hosts(settings, Address("192.0.2.7", 8080))
+    assert hosts == frozenset({"queue.example.com"})
+    with client_for(settings, hosts=hosts) as client:
+        read = bearer(READ)
+        named = client.get("/status", headers=read | {"Host": "queue.example.com:8080"})
+        assert named.status_code == 200
+        for other in ("192.0.2.7:8080", "evil.example", "[::1", ""):
+            answer = client.get("/status", headers=read | {"Host": other})
+            assert answer.status_code == 421, other
+    default = allowed_hosts(replace(settings, http_hosts=""), Address("192.0.2.7", 8080))
+    assert default is not None and "192.0.2.7" in default and "localhost" not in default
+    everywhere = allowed_hosts(replace(settings, http_hosts=""), Address("0.0.0.0", 8080))
+    assert everywhere is not None and "localhost" in everywhere and "0.0.0.0" not in everywhere
+    assert allowed_hosts(replace(settings, http_hosts="*"), Address("192.0.2.7", 8080)) is None
+    loopback = allowed_hosts(settings, Address("127.0.0.1", 8080))
+    assert loopback == frozenset({"localhost", "127.0.0.1", "::1"})  # http-hosts is not used
+
+
+@pytest.mark.parametrize(
+    ("value", "accepted"),
+    [
+        ("queue.example.com, 10.0.0.5", True),
+        ("*", True),
+        ("fe80::1", True),
+        ("a b", False),
+        ("evil.example/x", False),
+        ("*,queue.example.com", False),
+    ],
+)
+def test_http_hosts_is_checked_as_it_is_set(run_cli: RunCli, value: str, accepted: bool) -> None:
+    result = run_cli("config", "set", "http-hosts", value)
+    assert (result.returncode == 0) is accepted, result.stderr
+    if not accepted:
+        assert result.returncode == 2 and "http-hosts" in result.stderr

@@ -36,7 +36,7 @@ def run_server(ctx: typer.Context, addr: str, allow_commands: bool, read_only: b
         print(
             f"Serving {what} on {address.url} (database {shown(settings.database)}); Ctrl+C stops"
         )
-        for line in _who_may(address.url, options, bool(settings.tokens)):
+        for line in _who_may(address.url, options, bool(settings.tokens), address.host):
             print(line)
         sys.stdout.flush()
 
@@ -46,7 +46,7 @@ def run_server(ctx: typer.Context, addr: str, allow_commands: bool, read_only: b
         fail(str(error), EXIT_FAILURE)
 
 
-def _who_may(url: str, options: ServeOptions, tokens_configured: bool) -> list[str]:
+def _who_may(url: str, options: ServeOptions, tokens_configured: bool, host: str) -> list[str]:
     """What anonymous clients may do, and where the token is (as Jupyter prints its own)."""
     lines = []
     if options.generated is not None:
@@ -62,10 +62,16 @@ def _who_may(url: str, options: ServeOptions, tokens_configured: bool) -> list[s
             "Every route but /healthz needs a token (http_tokens or QUEUECTL_*_TOKEN); "
             f"a browser opens {url}/?token=TOKEN once."
         )
-    if options.hosts is not None and "localhost" not in options.hosts:
+    if options.hosts is not None and not _loopback(host):
         names = ", ".join(sorted(options.hosts))
         lines.append(f"It answers requests addressed to {names} (http-hosts); others get 421.")
     return lines
+
+
+def _loopback(host: str) -> bool:
+    from ..http.auth import is_loopback
+
+    return is_loopback(host)
 
 
 def show_token(ctx: typer.Context) -> None:

@@ -95,8 +95,9 @@ def allowed_hosts(settings: Settings, address: Address) -> frozenset[str] | None
             return parse_hosts(settings.http_hosts)
         except ConfigError as error:
             raise ServeError(str(error)) from None
-    names = {socket.gethostname().lower(), socket.getfqdn().lower()}
-    names |= LOOPBACK_NAMES if host in WILDCARDS else {host}
+    names = {socket.gethostname().lower(), socket.getfqdn().lower()} - LOOPBACK_NAMES
+    names |= LOOPBACK_NAMES if host in WILDCARDS else {host}  # getfqdn may say 'localhost'
+
     return frozenset(name for name in names if name)
 
 

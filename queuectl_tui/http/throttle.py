@@ -17,9 +17,11 @@ from typing import TypeVar
 T = TypeVar("T")
 
 BASE_DELAY_S = 0.1  # the first failure from an address
-MAX_DELAY_S = 3.0  # from the sixth recent failure on: a third of a guess per second
+MAX_DELAY_S = 2.0  # from the sixth recent failure on: half a guess per second
 WINDOW_S = 300.0  # failures older than this are forgotten
-MAX_WAITING_PER_CLIENT = 16
+# Few, so that a request waits at most some 8 s for its turn: a queue of failures also holds
+# up a graceful stop, which lets requests in flight finish.
+MAX_WAITING_PER_CLIENT = 4
 MAX_WAITING = 512
 MAX_CLIENTS = 4096
 
