@@ -110,8 +110,11 @@ def serve_command(
     database on its first start (printed then, and by --show-token).
 
     Example: queuectl serve --addr 127.0.0.1:8080
-    (then: curl -H "Authorization: Bearer $(queuectl serve --show-token)"
-    -X POST localhost:8080/queues/default/pause)
+
+    \b
+    Then, as the same user:
+    curl -X POST localhost:8080/queues/default/pause \\
+      -H "Authorization: Bearer $(queuectl serve --show-token)"
     """
     if show:
         show_token(ctx)
