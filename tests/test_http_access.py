@@ -170,7 +170,8 @@ def test_another_local_user_runs_no_command_and_steers_nothing_without_the_token
     assert stat.S_IMODE(server.db.stat().st_mode) == 0o600  # which nobody cannot open
     assert list(_stored(server.db).values()) == ["email"]  # the typed job alone
     with open_store(str(server.db)) as store:
-        assert store.actions() == []  # nothing paused, pruned or retried
+        trail = [(entry.actor, entry.action) for entry in store.actions()]
+    assert trail == [("anonymous", "submit")]  # nothing paused, pruned or retried
     # The server's own user finds the token and may do all of it.
     token = server.cli("serve", "--show-token").stdout.strip()
     write = {"Authorization": f"Bearer {token}"}

@@ -360,6 +360,8 @@ def test_without_tokens_anonymous_clients_read_and_submit_typed_jobs_only(tmp_pa
             assert client.request(method, path, json=body, headers=token).status_code == 200
     with open_store(str(tmp_path / "q.db")) as store:
         assert {(entry.actor, entry.action) for entry in store.actions()} == {
+            ("anonymous", "submit"),  # the typed job
+            ("generated", "submit"),  # the raw command
             ("generated", "resume"),
             ("generated", "prune"),
         }
