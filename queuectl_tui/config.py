@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import ipaddress
 import json
 import math
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
@@ -39,7 +41,6 @@ ENV_WRITE_TOKEN = "QUEUECTL_WRITE_TOKEN"
 # Keys of config.json that hold objects rather than one value; read by their own parsers.
 JOB_TYPES_KEY = "job_types"
 TOKENS_KEY = "http_tokens"
-MIN_TOKEN_LENGTH = 16
 HUNG_POOL_FACTOR = 4  # the default hung-pool-timeout, in stale-worker-timeouts
 
 # When a changed setting reaches what already runs: `config set` says it, `config list` shows
@@ -80,6 +81,70 @@ class SettingSpec:
         """'next run' or 'next failure' if running pools apply a change, else None."""
         return LIVE_WHEN.get(self.applies)
 
+
+# Who may reach `queuectl serve`: its tokens (config.json's `http_tokens`, the environment, or
+# the token a server generates for itself) and the host names it answers for off loopback.
+MIN_TOKEN_LENGTH = 32
+ANY_HOST = "*"
+_HOST_NAME = re.compile(r"[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*\.?")
+
+
+@dataclass(frozen=True, slots=True)
+class ApiToken:
+    """A bearer token of the HTTP face: its name (the audit trail's actor) and its access."""
+
+    name: str
+    secret: str
+    write: bool  # write tokens also read
+    origin: str = ""  # where it is set, for messages: 'http_tokens.ci', QUEUECTL_WRITE_TOKEN
+
+    def weakness(self) -> str:
+        """Why the token is too easy to guess, in one sentence that never shows it ('' if not)."""
+        where = self.origin or f"the token '{self.name}'"
+        if len(self.secret) < MIN_TOKEN_LENGTH:
+            problem = f"is shorter than {MIN_TOKEN_LENGTH} characters"
+        elif len(set(self.secret)) == 1:
+            problem = "is one character repeated"
+        else:
+            return ""
+        return (
+            f"the HTTP token {where} {problem}; make one with "
+            "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
+        )
+
+
+def parse_hosts(text: str) -> frozenset[str] | None:
+    """http_hosts 'queue.example.com, 10.0.0.5' as a set of lower-case names; None for '*'
+    (any host: a server behind a proxy that checks it). ConfigError names a bad entry."""
+    names = [part.strip().lower() for part in text.split(",") if part.strip()]
+    if names == [ANY_HOST]:
+        return None
+    for name in names:
+        try:
+            ipaddress.ip_address(name)
+        except ValueError:
+            if len(name) > 253 or not _HOST_NAME.fullmatch(name):
+                raise ConfigError(
+                    f"http-hosts: {name!r} is not a host name or an address (or give * alone)"
+                ) from None
+    if not names:
+        raise ConfigError("http-hosts must name at least one host (or * for any)")
+    return frozenset(name.rstrip(".") for name in names)
+
+
+ACCESS_SETTINGS: tuple[SettingSpec, ...] = (
+    SettingSpec(
+        "http_hosts",
+        str,
+        None,
+        None,
+        "host names a `queuectl serve` off loopback answers for, as NAME,NAME (others get "
+        "421, against DNS rebinding); default: the address it listens on and this machine's "
+        "name and FQDN; * for any",
+        check=lambda text: parse_hosts(text),
+        applies=SERVER_RESTART,
+    ),
+)
 
 SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec(
@@ -221,6 +286,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "(0: no limit)",
         applies=SERVER_RESTART,
     ),
+    *ACCESS_SETTINGS,
     SettingSpec(
         "http_max_queues",
         int,
@@ -322,15 +388,6 @@ ALIASES: dict[str, str] = {
 
 
 @dataclass(frozen=True, slots=True)
-class ApiToken:
-    """A bearer token of the HTTP face: its name (the audit trail's actor) and its access."""
-
-    name: str
-    secret: str
-    write: bool  # write tokens also read
-
-
-@dataclass(frozen=True, slots=True)
 class Settings:
     database: str = "queue.db"
     max_retries: int = 3
@@ -350,6 +407,7 @@ class Settings:
     queue_limits: str = ""  # "reports=2,emails=5": set by each pool as it starts
     max_queue_depth: int = 0  # 0: no admission limit
     http_max_queues: int = 100
+    http_hosts: str = ""  # "": the listening address, this machine's name and FQDN
     http_body_limit: int = 1024 * 1024
     http_header_limit: int = 64 * 1024
     http_header_count: int = 100
@@ -571,11 +629,13 @@ def parse_tokens(raw: Any) -> tuple[ApiToken, ...]:
         if not isinstance(fields, dict) or set(fields) - {"token", "access"}:
             raise ConfigError(f"{where} must be an object with 'token' and 'access'")
         secret, access = fields.get("token"), fields.get("access", "read")
-        if not isinstance(secret, str) or len(secret) < MIN_TOKEN_LENGTH or not secret.isascii():
-            raise ConfigError(f"{where}.token must be at least {MIN_TOKEN_LENGTH} ASCII characters")
+        if not isinstance(secret, str) or not _token_text(secret):
+            raise ConfigError(f"{where}.token must be printable ASCII without spaces")
         if access not in ("read", "write"):
             raise ConfigError(f"{where}.access must be 'read' or 'write'")
-        tokens.append(ApiToken(str(name), secret, access == "write"))
+        # Its strength is checked as a server starts (ApiToken.weakness): other commands
+        # never send it, and must not fail on it.
+        tokens.append(ApiToken(str(name), secret, access == "write", where))
     return tuple(tokens)
 
 
@@ -585,12 +645,15 @@ def environment_tokens(env: Mapping[str, str]) -> tuple[ApiToken, ...]:
     for variable, write in ((ENV_READ_TOKEN, False), (ENV_WRITE_TOKEN, True)):
         secret = env.get(variable)
         if secret:
-            if len(secret) < MIN_TOKEN_LENGTH or not secret.isascii():
-                raise ConfigError(
-                    f"{variable} must be at least {MIN_TOKEN_LENGTH} ASCII characters"
-                )
-            found.append(ApiToken(variable.lower(), secret, write))
+            if not _token_text(secret):
+                raise ConfigError(f"{variable} must be printable ASCII without spaces")
+            found.append(ApiToken(variable.lower(), secret, write, variable))
     return tuple(found)
+
+
+def _token_text(secret: str) -> bool:
+    """What an Authorization header can carry unchanged: printable ASCII, no space."""
+    return bool(secret) and all("!" <= char <= "~" for char in secret)
 
 
 def load_settings(

@@ -14,10 +14,13 @@ from starlette.testclient import TestClient
 from queuectl_tui.config import ApiToken, Settings, load_settings
 from queuectl_tui.http.app import create_app
 from queuectl_tui.http.context import ServeOptions
+from queuectl_tui.http_token import generated_token
 
 EMAIL = {"email": {"command": "cat", "max_retries": 3}}
-WRITE = ApiToken("ci-bot", "w" * 24, write=True)
-READ = ApiToken("grafana", "r" * 24, write=False)
+WRITE = ApiToken("ci-bot", "ci-bot-write-7f3a9c2e41d86b05aa91", write=True)
+READ = ApiToken("grafana", "grafana-read-0c5e8d7b19a4f263ee07", write=False)
+# What a server without configured tokens generates for itself.
+GENERATED = generated_token("generated-9d41c07e6b2f58a3d0b7e1c4", Path("q.db.http-token"))
 
 
 def settings_for(tmp_path: Path, **changes: Any) -> Settings:
@@ -29,6 +32,10 @@ def settings_for(tmp_path: Path, **changes: Any) -> Settings:
 
 @contextmanager
 def client_for(settings: Settings, **options: Any) -> Iterator[TestClient]:
+    """A client of the app `queuectl serve` runs: without tokens configured, it has a
+    generated one (GENERATED)."""
+    if not settings.tokens and not options.get("read_only"):
+        options.setdefault("generated", GENERATED)
     with TestClient(create_app(settings, ServeOptions(**options))) as client:
         yield client
 

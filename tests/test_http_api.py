@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from http_helpers import READ, WRITE, bearer, client_for, settings_for
+from http_helpers import GENERATED, READ, WRITE, bearer, client_for, settings_for
 
 from queuectl_tui.store import open_store
 from queuectl_tui.timeutil import now_ms
@@ -75,7 +76,8 @@ def test_malformed_json_wrong_type_and_big_bodies(tmp_path: Path) -> None:
 
 def test_a_duplicate_id_is_409_and_raw_commands_need_the_flag(tmp_path: Path) -> None:
     with client_for(settings_for(tmp_path), allow_commands=True) as client:
-        assert client.post("/jobs", json={"id": "a", "command": "true"}).status_code == 201
+        raw = {"id": "a", "command": "true"}
+        assert client.post("/jobs", json=raw, headers=bearer(GENERATED)).status_code == 201
         clash = client.post("/jobs", json={"id": "a", "type": "email"})
         assert clash.status_code == 409 and clash.json()["field"] == "id"
     assert _stored_ids(tmp_path) == ["a"]
@@ -113,7 +115,7 @@ def test_jobs_page_by_cursor_and_filter_by_state_and_queue(tmp_path: Path) -> No
         for index in range(7):
             queue = "reports" if index % 2 else "default"
             job = {"id": f"j{index}", "command": "true", "queue": queue}
-            assert client.post("/jobs", json=job).status_code == 201
+            assert client.post("/jobs", json=job, headers=bearer(GENERATED)).status_code == 201
         seen, cursor = [], None
         while True:
             params = {"limit": "3"} | ({"cursor": cursor} if cursor else {})
@@ -186,7 +188,7 @@ def test_job_control_over_http_is_audited_with_the_token_s_name(tmp_path: Path) 
     ]
 
 
-def test_with_tokens_writes_need_a_write_token_and_output_a_token(tmp_path: Path) -> None:
+def test_with_tokens_writes_need_a_write_token_and_reads_a_token(tmp_path: Path) -> None:
     settings = settings_for(tmp_path, tokens=(WRITE, READ))
     with client_for(settings) as client:
         job = {"type": "email", "payload": {"secret": 1}}
@@ -200,15 +202,16 @@ def test_with_tokens_writes_need_a_write_token_and_output_a_token(tmp_path: Path
         created = client.post("/jobs", json=job, headers=bearer(WRITE))
         assert created.status_code == 201
         job_id = created.json()["id"]
-        assert client.get("/status").status_code == 200  # reads stay open
+        assert client.get("/status").status_code == 401
+        assert client.get("/status", headers=bearer(READ)).status_code == 200
+        assert client.get("/status", headers=bearer(WRITE)).status_code == 200
     with open_store(str(tmp_path / "q.db")) as store:
         from store_helpers import claim, settle
 
         claimed = claim(store, now=now_ms())
         settle(store, claimed, output="the secret output", now=now_ms() + 5)
     with client_for(settings) as client:
-        anonymous = client.get(f"/jobs/{job_id}").json()["attempt_history"][0]
-        assert anonymous["output"] is None
+        assert client.get(f"/jobs/{job_id}").status_code == 401
         reader = client.get(f"/jobs/{job_id}", headers=bearer(READ)).json()["attempt_history"][0]
         assert reader["output"] == "the secret output"
 
@@ -262,19 +265,24 @@ def test_writes_from_another_site_s_page_and_foreign_hosts_are_refused(tmp_path:
     assert len(_stored_ids(tmp_path)) == 2
 
 
-def test_an_unknown_token_is_refused_everywhere_and_payloads_need_a_token(tmp_path: Path) -> None:
+def test_an_unknown_token_is_refused_everywhere_and_reads_need_a_token(tmp_path: Path) -> None:
     settings = settings_for(tmp_path, tokens=(WRITE, READ))
     with client_for(settings) as client:
-        unknown = {"Authorization": "Bearer " + "u" * 24}
-        for path in ("/status", "/jobs", "/workers", "/metrics", "/"):
+        unknown = {"Authorization": "Bearer " + "u" * 40}
+        for path in ("/status", "/jobs", "/workers", "/metrics", "/", "/healthz"):
             assert client.get(path, headers=unknown).status_code == 401, path
         job = {"type": "email", "payload": {"password": "hunter2"}}
         job_id = client.post("/jobs", json=job, headers=bearer(WRITE)).json()["id"]
-        assert client.get(f"/jobs/{job_id}").json()["payload"] is None
-        assert client.get("/jobs").json()["jobs"][0]["payload"] is None
+        reads = ("/status", "/stats", "/queues", "/workers", "/metrics", "/metrics.json")
+        for path in (*reads, "/jobs", f"/jobs/{job_id}", "/openapi.json", "/", "/?job=x"):
+            anonymous = client.get(path)
+            assert anonymous.status_code == 401, path
+            assert "hunter2" not in anonymous.text and "Bearer TOKEN" in anonymous.json()["error"]
         shown = client.get(f"/jobs/{job_id}", headers=bearer(READ)).json()
         assert shown["payload"] == {"password": "hunter2"}
-        assert "hunter2" not in client.get("/").text
+        assert "hunter2" in client.get(f"/?job={job_id}", headers=bearer(READ)).text
+        assert client.get("/healthz").json() == {"ok": True}  # probes carry no token
+        assert client.get("/static/dashboard.js").status_code == 200  # code, no data
 
 
 @pytest.mark.parametrize(
@@ -321,3 +329,80 @@ def test_a_typed_only_server_asks_for_a_type_and_a_read_only_one_says_where_writ
 def test_an_address_given_as_a_url_is_a_usage_error(run_cli: RunCli) -> None:
     result = run_cli("serve", "--addr", "http://127.0.0.1:8095")
     assert result.returncode == 2 and "--addr must be HOST:PORT" in result.stderr
+
+
+def test_without_tokens_anonymous_clients_read_and_submit_typed_jobs_only(tmp_path: Path) -> None:
+    with client_for(settings_for(tmp_path), allow_commands=True) as client:
+        assert client.post("/createJob", json=SEED).status_code == 201
+        assert client.get("/jobs").json()["total"] == 1
+        raw = client.post("/jobs", json={"id": "r", "command": "id"})
+        assert raw.status_code == 401 and "q.db.http-token" in raw.json()["error"]
+        job_id = client.get("/jobs").json()["jobs"][0]["id"]
+        writes = [
+            ("post", f"/jobs/{job_id}/cancel", None),
+            ("post", f"/jobs/{job_id}/retry", None),
+            ("delete", f"/jobs/{job_id}", None),
+            ("post", "/dlq/retry", {}),
+            ("post", "/queues/default/pause", None),
+            ("post", "/queues/default/resume", None),
+            ("post", "/prune", {"states": ["completed"], "older_than": "7d"}),
+        ]
+        for method, path, body in writes:
+            answer = client.request(method, path, json=body)
+            assert answer.status_code == 401, path
+            assert answer.headers["www-authenticate"].startswith("Bearer")
+        token = bearer(GENERATED)
+        assert (
+            client.post("/jobs", json={"id": "r", "command": "id"}, headers=token).status_code
+            == 201
+        )
+        for method, path, body in writes[-2:]:
+            assert client.request(method, path, json=body, headers=token).status_code == 200
+    with open_store(str(tmp_path / "q.db")) as store:
+        assert {(entry.actor, entry.action) for entry in store.actions()} == {
+            ("anonymous", "submit"),  # the typed job
+            ("generated", "submit"),  # the raw command
+            ("generated", "resume"),
+            ("generated", "prune"),
+        }
+    assert sorted(_stored_ids(tmp_path)) == sorted([job_id, "r"])
+
+
+def test_a_server_off_loopback_answers_only_the_names_it_is_given(tmp_path: Path) -> None:
+    from queuectl_tui.http.server import Address, allowed_hosts
+
+    settings = settings_for(tmp_path, tokens=(WRITE, READ), http_hosts="queue.example.com")
+    hosts = allowed_hosts(settings, Address("192.0.2.7", 8080))
+    assert hosts == frozenset({"queue.example.com"})
+    with client_for(settings, hosts=hosts) as client:
+        read = bearer(READ)
+        named = client.get("/status", headers=read | {"Host": "queue.example.com:8080"})
+        assert named.status_code == 200
+        for other in ("192.0.2.7:8080", "evil.example", "[::1", ""):
+            answer = client.get("/status", headers=read | {"Host": other})
+            assert answer.status_code == 421, other
+    default = allowed_hosts(replace(settings, http_hosts=""), Address("192.0.2.7", 8080))
+    assert default is not None and "192.0.2.7" in default and "localhost" not in default
+    everywhere = allowed_hosts(replace(settings, http_hosts=""), Address("0.0.0.0", 8080))
+    assert everywhere is not None and "localhost" in everywhere and "0.0.0.0" not in everywhere
+    assert allowed_hosts(replace(settings, http_hosts="*"), Address("192.0.2.7", 8080)) is None
+    loopback = allowed_hosts(settings, Address("127.0.0.1", 8080))
+    assert loopback == frozenset({"localhost", "127.0.0.1", "::1"})  # http-hosts is not used
+
+
+@pytest.mark.parametrize(
+    ("value", "accepted"),
+    [
+        ("queue.example.com, 10.0.0.5", True),
+        ("*", True),
+        ("fe80::1", True),
+        ("a b", False),
+        ("evil.example/x", False),
+        ("*,queue.example.com", False),
+    ],
+)
+def test_http_hosts_is_checked_as_it_is_set(run_cli: RunCli, value: str, accepted: bool) -> None:
+    result = run_cli("config", "set", "http-hosts", value)
+    assert (result.returncode == 0) is accepted, result.stderr
+    if not accepted:
+        assert result.returncode == 2 and "http-hosts" in result.stderr

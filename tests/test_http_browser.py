@@ -249,3 +249,38 @@ def test_a_server_that_goes_away_is_noted_and_polling_goes_on(
     # The browser logs each refused connection as an error; nothing else may have failed.
     assert [e for e in watched.errors if "ERR_CONNECTION_REFUSED" not in e] == []
     assert watched.dialogs == []
+
+
+def test_with_a_token_set_a_browser_comes_in_once_by_the_address_then_by_cookie(
+    db_path: Path,
+    tmp_path: Path,
+    cli_env: dict[str, str],
+    new_page: Callable[[], Watched],
+    run_cli: RunCli,
+) -> None:
+    token = "dashboard-read-token-3e7a1f90c24d68b5"
+    workdir = tmp_path / "cwd"
+    workdir.mkdir(exist_ok=True)
+    guarded = DashboardServer(db_path, workdir, cli_env | {"QUEUECTL_READ_TOKEN": token})
+    guarded.start()
+    try:
+        stranger = new_page().page
+        refused = stranger.goto(guarded.url + "/")
+        assert refused is not None and refused.status == 401
+        assert "/?token=TOKEN" in stranger.content()
+
+        watched = new_page()
+        page = watched.page
+        page.goto(f"{guarded.url}/?token={token}")
+        expect(page.locator("#live")).to_have_class("live on", timeout=WAIT_MS)
+        assert page.url == guarded.url + "/"  # the token left the address bar
+        [cookie] = page.context.cookies()
+        assert (cookie["httpOnly"], cookie["sameSite"]) == (True, "Strict")
+        assert page.evaluate("document.cookie") == ""  # no script can read it
+        enqueue(run_cli, id="behind-a-token", command="true")
+        expect(page.locator("#jobs a.job-link", has_text="behind-a-token")).to_be_visible(
+            timeout=WAIT_MS
+        )  # the page's own fetches carry the cookie
+        assert watched.errors == [] and watched.dialogs == []
+    finally:
+        guarded.stop()

@@ -168,17 +168,30 @@ def test_an_unknown_job_shows_a_note(client: TestClient) -> None:
     assert "No job with the id <code>&lt;nope&gt;</code>." in page
 
 
-def test_output_needs_a_token_when_tokens_are_set(settings: Settings, store: Store) -> None:
+def test_the_page_needs_a_token_when_tokens_are_set(settings: Settings, store: Store) -> None:
     dead_job(store, "secretive", "false", "exit 1", "password=hunter2\n")
-    guarded = replace(settings, tokens=(ApiToken("ops", "s3cret", False),))
+    secret = "ops-read-token-4b9e0d2a7c61f35e88"
+    guarded = replace(settings, tokens=(ApiToken("ops", secret, False),))
     with TestClient(create_app(guarded)) as client:
-        page = client.get("/", params={"job": "secretive"}).text
-        assert "hunter2" not in page
-        assert "Output hidden" in page
+        refused = client.get("/", params={"job": "secretive"})
+        assert refused.status_code == 401 and "hunter2" not in refused.text
+        assert "/?token=TOKEN" in refused.json()["error"]
         with_token = client.get(
-            "/", params={"job": "secretive"}, headers={"Authorization": "Bearer s3cret"}
+            "/", params={"job": "secretive"}, headers={"Authorization": f"Bearer {secret}"}
         )
         assert "password=hunter2" in with_token.text
+        # A browser's way in: the token once in the address, then a cookie.
+        way_in = client.get("/", params={"token": secret}, follow_redirects=False)
+        assert way_in.status_code == 303 and way_in.headers["location"] == "/"
+        cookie = way_in.headers["set-cookie"]
+        assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/" in cookie
+        assert "password=hunter2" in client.get("/", params={"job": "secretive"}).text
+        assert client.get("/stats").status_code == 200  # the page's fetches carry it
+        assert client.post("/jobs", json={"type": "x"}).status_code == 401  # reads only
+        client.cookies.clear()
+        assert client.get("/").status_code == 401
+        wrong = client.get("/", params={"token": "x" * 40}, follow_redirects=False)
+        assert wrong.status_code == 401 and "set-cookie" not in wrong.headers
 
 
 def job_ids(page: str) -> list[str]:

@@ -61,6 +61,11 @@ class Server:
         except httpx.TransportError:
             return False
 
+    @property
+    def token(self) -> str:
+        """The write token the server generated beside its database."""
+        return (self.root / "q.db.http-token").read_text().strip()
+
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [*self.command(), *args], capture_output=True, text=True, cwd=self.root, env=self.env
@@ -123,10 +128,11 @@ def test_eight_clients_against_a_full_queue_get_201_or_429_and_nothing_else(
 ) -> None:
     depth = 5000
     server = make_server({"max_queue_depth": depth}, "--allow-commands")
+    headers = {"Authorization": f"Bearer {server.token}"}  # raw commands need it
 
     def client(number: int) -> list[tuple[str, int]]:
         answers = []
-        with httpx.Client(base_url=server.url, timeout=60) as http:
+        with httpx.Client(base_url=server.url, timeout=60, headers=headers) as http:
             for index in range(2000):
                 job_id = f"c{number}-{index}"
                 answer = http.post("/jobs", json={"id": job_id, "command": "true"})

@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from http_helpers import client_for, settings_for
+from http_helpers import GENERATED, bearer, client_for, settings_for
 from test_http_server import Server
 
 from queuectl_tui import service
@@ -151,10 +151,13 @@ def test_a_body_less_write_of_another_media_type_is_415_and_changes_nothing(
 ) -> None:
     with client_for(settings_for(tmp_path, job_types=TYPES)) as client:
         assert client.post("/jobs", json={"id": "x", "type": "email"}).status_code == 201
-        for headers in ({"content-type": "text/plain"}, {"content-type": "multipart/form-data"}):
+        token = bearer(GENERATED)  # operator's actions need the server's token
+        for kind in ("text/plain", "multipart/form-data"):
+            headers = token | {"content-type": kind}
             refused = client.request(method, path, headers=headers, content=b"")
             assert refused.status_code == 415, refused.text
-        assert client.request(method, path, content=b"ok").status_code == 415  # no media type
+        no_type = client.request(method, path, headers=token, content=b"ok")
+        assert no_type.status_code == 415
         assert client.get("/queues").json()["queues"][0]["paused"] is False
         assert client.get("/jobs/x").json()["state"] == "pending"
 

@@ -126,7 +126,7 @@ def create_app(settings: Settings, options: ServeOptions | None = None) -> Starl
     ctx = Context(
         settings,
         options,
-        Gate(settings.tokens),
+        Gate(settings.tokens, options.generated),
         Stores(settings),
         Submitter(settings),
         HealthCheck(settings),

@@ -12,7 +12,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
 from .. import service
-from ..config import Settings
+from ..config import ApiToken, Settings
 from ..store import Store
 from .auth import Gate
 from .health import HealthCheck
@@ -26,8 +26,10 @@ class ServeOptions:
     allow_commands: bool = False  # take jobs with a raw `command`, not only typed ones
     read_only: bool = False  # `queuectl dashboard --addr`: the dashboard and reads alone
     # The host names requests may address (against DNS rebinding); None: any, as behind a
-    # proxy or on an address that needs tokens anyway.
+    # proxy that checks them.
     hosts: frozenset[str] | None = None
+    # The write token the server generated for itself, when no tokens are configured.
+    generated: ApiToken | None = None
 
 
 class Stores:

@@ -30,7 +30,7 @@ RETRY_AFTER_SECONDS = 1  # a full queue drains at the pools' pace; ask again soo
 
 async def submit(request: Request) -> Response:
     ctx = context(request)
-    who = ctx.gate.writer(request)
+    who = ctx.gate.writer(request, typed_submission=True)
     body = await json_body(request, ctx.settings.http_body_limit)
     if body is None:
         raise HttpError(400, "send the job as a JSON object")
@@ -51,6 +51,8 @@ async def submit(request: Request) -> Response:
             "`queuectl serve --allow-commands`",
             "command",
         )
+    if spec.job_type is None:
+        who = ctx.gate.writer(request)  # a raw command: never anonymous, whatever the address
     result = await ctx.submitter.submit(spec, who)
     if result.status is Submitted.CREATED:
         assert result.job is not None

@@ -32,10 +32,11 @@ _JOB_ID = {
     "schema": {"type": "string", "minLength": 1, "maxLength": MAX_ID_LENGTH},
 }
 _QUEUE_FILTER = {"name": "queue", "in": "query", "required": False, "schema": _QUEUE}
-_WRITE_ERRORS = {
-    "401": _error("a token is needed, or the one given is unknown"),
-    "403": _error("the token may only read"),
+_TOKEN_ERRORS = {
+    "401": _error("a token is needed (to read: when tokens are configured), or it is unknown"),
+    "429": _error("too many requests with tokens from this address wait: not looked at"),
 }
+_WRITE_ERRORS = {**_TOKEN_ERRORS, "403": _error("the token may only read")}
 
 _SCHEMAS: dict[str, Any] = {
     "Error": {
@@ -111,7 +112,7 @@ def _submit(summary: str) -> dict[str, Any]:
                 "200": _json(_ref("Job"), "its idempotency key was known: that job"),
                 "400": _error("the body is not JSON"),
                 "403": _error("a raw command, or a token that may only read"),
-                "401": _error("a token is needed"),
+                **_TOKEN_ERRORS,
                 "409": _error("another job has this id"),
                 "413": _error("the body is too large"),
                 "415": _error("the body is not JSON"),
@@ -151,7 +152,11 @@ def _read(summary: str, schema: dict[str, Any], params: list[Any] | None = None)
         "get": {
             "summary": summary,
             "parameters": params or [],
-            "responses": {"200": _json(schema, "found"), "422": _error("invalid parameter")},
+            "responses": {
+                "200": _json(schema, "found"),
+                "422": _error("invalid parameter"),
+                **_TOKEN_ERRORS,
+            },
         }
     }
 
@@ -194,7 +199,7 @@ def document(read_only: bool) -> dict[str, Any]:
         "/metrics": {
             "get": {
                 "summary": "Prometheus text (the JSON keys with Accept: application/json)",
-                "responses": {"200": {"description": "the metrics"}},
+                "responses": {"200": {"description": "the metrics"}, **_TOKEN_ERRORS},
             }
         },
     }
@@ -214,5 +219,10 @@ def document(read_only: bool) -> dict[str, Any]:
         "openapi": "3.0.3",
         "info": {"title": "queuectl", "version": __version__},
         "paths": paths,
-        "components": {"schemas": _SCHEMAS},
+        "components": {
+            "schemas": _SCHEMAS,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+        # A token, or none where the server lets anonymous clients in (see the 401s).
+        "security": [{"bearer": []}, {}],
     }

@@ -59,7 +59,8 @@ def workers_view(found: list[Worker], stale_after_s: float, now: int) -> dict[st
 
 
 async def healthz(request: Request) -> Response:
-    """200 while the database answers a read; 503 with the reason when it does not."""
+    """200 while the database answers a read; 503 with the reason when it does not. Open to
+    all (probes carry no token), so the reason names no path, host or error text."""
     problem = await context(request).health.problem()  # on a thread of its own
     if problem is not None:
         return JSONResponse({"ok": False, "error": problem}, 503)

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 import signal
 import socket
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from types import FrameType
 
-from ..config import Settings
+from ..config import ConfigError, Settings, parse_hosts
 from ..errors import InvalidInput
-from .auth import bind_refusal, is_loopback
+from ..http_token import TokenFileError, ensure_token, generated_token, token_file
+from .auth import bind_refusal, is_loopback, weak_token_refusal
 from .context import ServeOptions
 from .guard import LOOPBACK_NAMES
 
@@ -58,6 +61,57 @@ def _listen(address: Address) -> socket.socket:
     return sock
 
 
+WILDCARDS = frozenset({"0.0.0.0", "::"})
+
+
+def access(settings: Settings, address: Address, options: ServeOptions) -> ServeOptions:
+    """The start-up checks of who may reach the server, and the options they give: refused
+    (ServeError) off loopback without tokens and with a weak token; the generated token
+    when none is configured (made on the first start); the host names it answers for."""
+    refusal = bind_refusal(address.host, settings.tokens) or weak_token_refusal(settings.tokens)
+    if refusal:
+        raise ServeError(refusal)
+    if not settings.tokens and not options.read_only:
+        where = token_file(settings.database)
+        try:
+            secret, _ = ensure_token(where)
+        except TokenFileError as error:
+            raise ServeError(str(error)) from None
+        options = replace(options, generated=generated_token(secret, where.path))
+    return replace(options, hosts=allowed_hosts(settings, address))
+
+
+def allowed_hosts(settings: Settings, address: Address) -> frozenset[str] | None:
+    """The host names requests may address (None: any). On loopback, only this machine's
+    loopback names reach the server. Elsewhere `http-hosts`, by default the address it
+    listens on and this machine's name and FQDN (and the loopback names, for a server on
+    every address): what clients that reach it normally type, and never a name of
+    someone else's pointed at it."""
+    host = address.host.lower()
+    if is_loopback(host):
+        return LOOPBACK_NAMES | {host}
+    if settings.http_hosts:
+        try:
+            return parse_hosts(settings.http_hosts)
+        except ConfigError as error:
+            raise ServeError(str(error)) from None
+    names = {socket.gethostname().lower(), socket.getfqdn().lower()} - LOOPBACK_NAMES
+    names |= LOOPBACK_NAMES if host in WILDCARDS else {host}  # getfqdn may say 'localhost'
+
+    return frozenset(name for name in names if name)
+
+
+def _log_to_stderr() -> None:
+    """The server's own log lines (failed authentications) on stderr, one line each."""
+    logger = logging.getLogger("queuectl.http")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+
+
 def _stopped(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(0)
 
@@ -66,26 +120,23 @@ def serve(
     settings: Settings,
     address: Address,
     options: ServeOptions,
-    listening: Callable[[], None] = lambda: None,
+    listening: Callable[[ServeOptions], None] = lambda options: None,
 ) -> None:
     """Serve until SIGINT or SIGTERM (requests in flight are finished); `listening` is called
-    once the address is bound."""
-    refusal = bind_refusal(address.host, settings.tokens)
-    if refusal:
-        raise ServeError(refusal)
+    once the address is bound, with the options `access` made."""
+    options = access(settings, address, options)
+    _log_to_stderr()
     import uvicorn
 
     from .app import create_app
     from .transport import protocol_class
 
     sock = _listen(address)
-    listening()
+    listening(options)
     # uvicorn stops gracefully on SIGINT and SIGTERM, then raises the signal again; this
     # handler receives it then and ends the process with status 0 (a stop asked for).
     for stop in (signal.SIGINT, signal.SIGTERM):
         signal.signal(stop, _stopped)
-    if is_loopback(address.host):  # only this machine's names reach a loopback server
-        options = replace(options, hosts=LOOPBACK_NAMES | {address.host.lower()})
     config = uvicorn.Config(
         create_app(settings, options),
         log_level="warning",

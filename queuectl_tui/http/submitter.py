@@ -28,6 +28,7 @@ from ..store import Store, StoreError, SubmitResult
 MAX_BATCH = 500
 COMMITTERS = 2
 ANSWER_WITHIN_SECONDS = 60.0  # far beyond any commit; a request past it gets 503
+CONFIRM_WITHIN_SECONDS = 60.0  # then, for one a committer holds, the wait for its commit
 
 
 class SubmitterDown(StoreError):
@@ -55,6 +56,7 @@ class Submitter:
         self._lock = threading.Lock()
         self._why_down = "the server is not accepting submissions"
         self.answer_within = ANSWER_WITHIN_SECONDS
+        self.confirm_within = CONFIRM_WITHIN_SECONDS
 
     def start(self) -> None:
         with self._lock:
@@ -92,7 +94,7 @@ class Submitter:
             raise
         # A committer holds it: its commit answers (and store timeouts bound the commit).
         try:
-            return await asyncio.wait_for(future, self.answer_within)
+            return await asyncio.wait_for(future, self.confirm_within)
         except TimeoutError:
             raise SubmitterDown(
                 "the database has not confirmed the submission: it may be stored; send it "
