@@ -47,7 +47,7 @@ IDLE_RECHECK = 5.0
 # After a failed exchange (a locked or broken database) the next try comes this much later,
 # doubling up to the maximum; supervision goes on meanwhile.
 RETRY_FIRST = 0.05
-RETRY_MAX = 1.0
+RETRY_MAX = 0.5
 # After a crash, how long the dispatcher keeps trying to record what it knows.
 RECORD_AT_EXIT = 30.0
 # While commands run, operators' cancel requests for them are looked for this often: a

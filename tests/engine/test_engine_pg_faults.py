@@ -8,15 +8,21 @@ QUEUECTL_REQUIRE_POSTGRES is set (as in CI)."""
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import httpx
 import pytest
 from engine_helpers import Queue, wait_until
 from pg_proxy import PgProxy
 
 from queuectl_tui.models import JobState, Outcome
+from queuectl_tui.store import Store, StoreError, open_store
+from queuectl_tui.timeutil import now_ms
 
 from helpers import POSTGRES_URL, REQUIRE_POSTGRES, drop_test_schemas, postgres_location
 
@@ -118,3 +124,99 @@ def test_results_whose_answer_was_lost_are_not_reported_discarded(faulty: Faulty
     assert pool.events("result discarded") == []
     text = faulty.queue.cli("metrics").stdout
     assert "queuectl_late_results_total 0" in text or "queuectl_late_results 0" in text, text
+
+
+# -- an outage --------------------------------------------------------------------------------
+# Long enough for psycopg_pool's own back-off to have grown past 10 s (its attempts come at
+# about 1, 3, 7 and 15 s): the next would come some 14 s after the server is back.
+OUTAGE = 17.0
+
+
+def test_store_reads_fail_fast_in_an_outage_and_work_again_after(faulty: Faulty) -> None:
+    store = open_store(faulty.pooled.location)
+    try:
+        assert store.counts()[JobState.PENDING] == 0
+        faulty.proxy.outage()
+        started = time.monotonic()
+        with pytest.raises(StoreError):
+            store.counts()
+        with pytest.raises(StoreError):
+            store.counts()
+        # Far less than the 30 s a call may wait for a connection that is only busy.
+        assert time.monotonic() - started < 10
+        faulty.proxy.restore()
+        wait_until(lambda: _reads(store), timeout=10, what="the store to read again")
+    finally:
+        store.close()
+
+
+def _reads(store: Store) -> bool:
+    try:
+        store.counts()
+    except StoreError:
+        return False
+    return True
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_healthz_answers_503_in_an_outage_and_200_once_the_server_is_back(
+    faulty: Faulty,
+) -> None:
+    url = f"http://127.0.0.1:{_free_port()}"
+    log = faulty.queue.root / "serve.log"
+    with open(log, "wb") as out:
+        serve = subprocess.Popen(
+            [*faulty.pooled.base_command(), "serve", "--addr", url.removeprefix("http://")],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=faulty.queue.root,
+            env=faulty.queue.env,
+        )
+    try:
+        wait_until(lambda: _health(url) == 200, timeout=30, what="serve to answer /healthz")
+        faulty.proxy.outage()
+        # A client that gives up after 5 s still hears the 503 (the store fails fast).
+        assert _health(url, timeout=5) == 503
+        assert _health(url, timeout=5) == 503
+        faulty.proxy.restore()
+        wait_until(lambda: _health(url) == 200, timeout=10, what="/healthz to answer 200 again")
+    finally:
+        serve.terminate()
+        serve.wait(timeout=30)
+    assert "Traceback" not in log.read_text()
+
+
+def _health(url: str, timeout: float = 2.0) -> int | None:
+    try:
+        return httpx.get(url + "/healthz", timeout=timeout).status_code
+    except httpx.TransportError:
+        return None
+
+
+def test_a_pool_is_back_at_work_soon_after_an_outage(faulty: Faulty) -> None:
+    faulty.configure(**FAST)
+    pool = faulty.pooled.start_pool(count=2)
+    before = faulty.queue.enqueue("true", "before")
+    faulty.queue.wait_state(before, JobState.COMPLETED, timeout=30)
+    faulty.proxy.outage()
+    wait_until(
+        lambda: pool.events("heartbeat failed") or pool.events("database error, retrying"),
+        timeout=60,
+        what="the pool to miss the server",
+    )
+    during = [faulty.queue.enqueue("true", f"during-{n}") for n in range(3)]
+    time.sleep(OUTAGE)
+    faulty.proxy.restore()
+    back = now_ms()
+    jobs = [faulty.queue.wait_state(job_id, JobState.COMPLETED, timeout=60) for job_id in during]
+    first_claim = min(job.claimed_at or 0 for job in jobs)
+    # Within a second or so of the server coming back (a generous margin for a busy machine);
+    # psycopg_pool's own back-off would have kept the pool away for many seconds more.
+    assert first_claim - back < 6_000, (first_claim - back, pool.log_text()[-3000:])
+    assert pool.proc.poll() is None
+    assert "Traceback" not in pool.log_text()
