@@ -5,8 +5,10 @@ It forwards everything. Armed with a marker, it watches the connection the marke
 on (in what the client sends, or in what the server answers) and, once the server has sent
 the ReadyForQuery that ends the transaction (status idle: committed, or never opened), it
 forwards that message and then cuts both sides: the server has committed, the client never
-learns it. New connections go through as before. `outage()` refuses new connections and cuts
-the open ones until `restore()`.
+learns it. New connections go through as before. Or, armed to partition, it holds that
+answer and stops every link where it is (new ones too) until `heal()`, as a network partition
+does: then the answer arrives, late. `outage()` refuses new connections and cuts the open ones
+until `restore()`.
 
 The server's messages are parsed from the start of each connection (SSL and GSS encryption
 are turned off in the URL the pool gets, so the stream is plain): a type byte and a length,
@@ -34,6 +36,10 @@ class PgProxy:
         self.cuts = 0  # answers lost so far
         self.connections = 0  # accepted and forwarded
         self._closed = False
+        self._partition_on_marker = False  # armed to partition rather than cut
+        self._flowing = threading.Event()  # cleared while partitioned: nothing moves
+        self._flowing.set()
+        self.partitions = 0
         threading.Thread(target=self._accept, name="pg-proxy", daemon=True).start()
 
     def url(self, location: str) -> str:
@@ -46,11 +52,17 @@ class PgProxy:
         return urlunsplit(parts._replace(netloc=netloc_text, query=query))
 
     # -- control
-    def arm(self, marker: bytes, in_request: bool) -> None:
+    def arm(self, marker: bytes, in_request: bool, partition: bool = False) -> None:
         """Lose the answer to the next transaction that `marker` shows up in (in what the
-        client sends if `in_request`, else in what the server answers)."""
+        client sends if `in_request`, else in what the server answers). With `partition`,
+        hold it instead and partition every link at that moment, until `heal()`: then the
+        answer arrives, late."""
         with self._lock:
             self._marker, self._in_request = marker, in_request
+            self._partition_on_marker = partition
+
+    def heal(self) -> None:
+        self._flowing.set()
 
     @property
     def armed(self) -> bool:
@@ -70,6 +82,7 @@ class PgProxy:
 
     def close(self) -> None:
         self._closed = True
+        self._flowing.set()
         self.outage()
         with contextlib.suppress(OSError):
             self._listener.close()
@@ -101,6 +114,16 @@ class PgProxy:
     def _forget(self, link: _Link) -> None:
         with self._lock:
             self._open.discard(link)
+
+    def _take_partition(self) -> bool:
+        """If armed to partition: partition now (every link stops) and say so."""
+        with self._lock:
+            if not self._partition_on_marker:
+                return False
+            self._partition_on_marker = False
+            self.partitions += 1
+            self._flowing.clear()
+            return True
 
     def _take_marker(self, seen: bytes, in_request: bool) -> bool:
         """Whether `seen` carries the armed marker (disarming it if so)."""
@@ -149,6 +172,7 @@ class _Link:
                 seen, self._tail = self._tail + chunk, chunk[-256:]
                 if self.proxy._take_marker(seen, in_request=True):
                     self._doomed = True
+                self.proxy._flowing.wait()
                 self.server.sendall(chunk)
         except OSError:
             pass
@@ -184,6 +208,7 @@ class _Link:
                     held += message
                     kind = message[:1]
                     if kind in _AT_ONCE:
+                        self.proxy._flowing.wait()
                         self.client.sendall(bytes(held))
                         held.clear()
                         continue
@@ -192,11 +217,19 @@ class _Link:
                     if self.proxy._take_marker(bytes(held), in_request=False):
                         self._doomed = True
                     if self._doomed and message[5:6] == b"I":
+                        self._doomed = False
+                        if self.proxy._take_partition():
+                            # Committed; the answer waits for the partition to heal.
+                            self.proxy._flowing.wait()
+                            self.client.sendall(bytes(held))
+                            held.clear()
+                            continue
                         # Committed (or outside a transaction): the answer goes no further.
                         with self.proxy._lock:
                             self.proxy.cuts += 1
                         self.cut()
                         return
+                    self.proxy._flowing.wait()
                     self.client.sendall(bytes(held))
                     held.clear()
         except OSError:

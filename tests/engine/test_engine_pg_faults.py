@@ -17,10 +17,11 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from engine_helpers import Queue, wait_until
+from engine_helpers import PoolProcess, Queue, wait_until
 from pg_proxy import PgProxy
 
-from queuectl_tui.models import JobState, Outcome
+from queuectl_tui.engine.pool import PoolOptions, pool_command
+from queuectl_tui.models import JobSpec, JobState, Outcome
 from queuectl_tui.store import Store, StoreError, open_store
 from queuectl_tui.timeutil import now_ms
 
@@ -220,3 +221,68 @@ def test_a_pool_is_back_at_work_soon_after_an_outage(faulty: Faulty) -> None:
     assert first_claim - back < 6_000, (first_claim - back, pool.log_text()[-3000:])
     assert pool.proc.poll() is None
     assert "Traceback" not in pool.log_text()
+
+
+# -- a partition ------------------------------------------------------------------------------
+def _pool_in_a_pid_namespace(queue: Queue, count: int) -> PoolProcess:
+    """A pool in a PID namespace of its own: others judge it by its heartbeats alone, as a
+    pool of another host."""
+    log_path = queue.root / "namespaced-pool.log"
+    command = pool_command(queue.location, PoolOptions(count, "json"), queue.config)
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            ["unshare", "--pid", "--mount-proc", "--fork", "--kill-child", *command],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=queue.root,
+            env=queue.env,
+        )
+    pool = PoolProcess(proc, log_path)
+    queue.pools.append(pool)  # killed with the queue (unshare --kill-child ends the rest)
+    pool.wait_event("pool started", timeout=60)
+    return pool
+
+
+def test_claims_answered_after_a_partition_are_not_started_once_recovered(
+    faulty: Faulty, namespaces_missing: str | None
+) -> None:
+    """Host A claims two jobs; the answer is held in a partition (A's heartbeats with it)
+    until host B has declared A's workers lost and recovered the jobs. Once the partition
+    heals, A must not start those claims: it re-registers, and runs the jobs only anew."""
+    if namespaces_missing is not None:
+        pytest.skip(namespaces_missing)
+    faulty.configure(**FAST)
+    # B watches over the queue (it recovers lost workers' jobs) but runs none of them.
+    watcher = faulty.queue.start_pool(count=1, queues=("elsewhere",))
+    partitioned = _pool_in_a_pid_namespace(faulty.pooled, count=2)
+    time.sleep(FAST["stale_worker_timeout"] + 1)  # B's own heartbeats steady: it may judge
+    runs = faulty.queue.root / "runs"
+    runs.mkdir()
+    command = f'echo "$QUEUECTL_ATTEMPT $QUEUECTL_WORKER" >> {runs}/$QUEUECTL_JOB_ID'
+    faulty.proxy.arm(b"slow-", in_request=False, partition=True)
+    ids = ["slow-1", "slow-2"]
+    faulty.queue.enqueue_many([JobSpec(job_id, command, max_retries=2) for job_id in ids])
+    wait_until(lambda: faulty.proxy.partitions == 1, timeout=60, what="the partition")
+    wait_until(
+        lambda: {r["job"] for r in watcher.events("recovered")} == set(ids),
+        timeout=60,
+        what="B to recover the partitioned claims",
+    )
+    faulty.proxy.heal()
+
+    for job_id in ids:
+        faulty.queue.wait_state(job_id, JobState.COMPLETED, timeout=60)
+    for job_id in ids:
+        # Only the run after recovery ran, under a worker registered again.
+        lines = (runs / job_id).read_text().splitlines()
+        assert len(lines) == 1, lines
+        attempt, worker = lines[0].split()
+        assert attempt == "2" and worker.startswith(partitioned.events("pool started")[0]["pool"])
+        outcomes = [a.outcome for a in faulty.queue.attempts(job_id)]
+        assert outcomes == [Outcome.LOST, Outcome.COMPLETED], outcomes
+    not_started = {r["job"] for r in partitioned.events("claim recovered meanwhile, not started")}
+    assert not_started == set(ids)
+    assert partitioned.events("worker declared lost by another pool, re-registering")
+    assert partitioned.events("result discarded") == []
