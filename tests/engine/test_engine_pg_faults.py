@@ -19,10 +19,11 @@ import httpx
 import pytest
 from engine_helpers import PoolProcess, Queue, wait_until
 from pg_proxy import PgProxy
+from store_helpers import NOW, POLICY, claim, register
 
 from queuectl_tui.engine.pool import PoolOptions, pool_command
 from queuectl_tui.models import JobSpec, JobState, Outcome
-from queuectl_tui.store import Store, StoreError, open_store
+from queuectl_tui.store import Settlement, Store, StoreError, open_store
 from queuectl_tui.timeutil import now_ms
 
 from helpers import POSTGRES_URL, REQUIRE_POSTGRES, drop_test_schemas, postgres_location
@@ -286,3 +287,44 @@ def test_claims_answered_after_a_partition_are_not_started_once_recovered(
     assert not_started == set(ids)
     assert partitioned.events("worker declared lost by another pool, re-registering")
     assert partitioned.events("result discarded") == []
+
+
+# -- the store's own single-job paths ------------------------------------------------------------
+def test_a_store_closed_after_a_lost_claim_hands_the_job_back(faulty: Faulty) -> None:
+    """A claim whose answer was lost, and then the store closes (its pool stopping): the
+    job goes back unrun, without waiting for another pool's recovery."""
+    with faulty.queue.store() as direct:
+        direct.enqueue(JobSpec("cut-alone", "true"), 3, NOW)
+    store = open_store(faulty.pooled.location)
+    try:
+        register(store, "w1")
+        faulty.proxy.arm(b"cut-alone", in_request=False)
+        with pytest.raises(StoreError):
+            store.claim("w1", 4242, NOW)
+        assert faulty.proxy.cuts == 1
+        assert faulty.queue.job("cut-alone").state is JobState.PROCESSING  # committed, unseen
+    finally:
+        store.close()
+    job = faulty.queue.job("cut-alone")
+    assert (job.state, job.attempts, job.worker_id) == (JobState.PENDING, 0, None), job
+    assert [a.outcome for a in faulty.queue.attempts("cut-alone")] == [Outcome.INTERRUPTED]
+
+
+def test_a_settle_whose_answer_was_lost_is_reported_as_recorded(faulty: Faulty) -> None:
+    with faulty.queue.store() as direct:
+        direct.enqueue(JobSpec("once", "true"), 3, NOW)
+    store = open_store(faulty.pooled.location)
+    try:
+        job = claim(store)
+        faulty.proxy.arm(b"output-of-once", in_request=True)
+        lost = Settlement(job, Outcome.FAILED, 1, "output-of-once", "exit 1", NOW + 1000)
+        with pytest.raises(StoreError):
+            store.settle(lost, POLICY)
+        assert faulty.proxy.cuts == 1
+        again = store.settle(lost, POLICY)  # sent again, as the dispatcher does
+        assert again.state is JobState.FAILED
+    finally:
+        store.close()
+    assert [a.outcome for a in faulty.queue.attempts("once")] == [Outcome.FAILED]
+    with faulty.queue.store() as direct:
+        assert direct.metrics(NOW).late_results == 0

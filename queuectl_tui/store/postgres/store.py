@@ -42,6 +42,7 @@ from ..base import (
     RetryResult,
     Settlement,
     Store,
+    StoreError,
     SubmitResult,
 )
 from ..figures import RATE_SLOT_MS, attempt_figures, per_minute, snapshot
@@ -71,6 +72,7 @@ class PostgresStore(Store):
         # Workers whose claims may have been committed without the answer reaching us (an
         # exchange failed with its outcome unknown): handed back by the next exchange.
         self._unsure: set[str] = set()
+        self._policy: RetryPolicy | None = None  # the last exchange's, to hand back with
         self._db: Database | None = borrow(self._target)
         try:
             self._db.ensure_schema(self._wait)
@@ -92,8 +94,24 @@ class PostgresStore(Store):
 
     def close(self) -> None:
         if self._db is not None:
+            if self._unsure:
+                self._hand_back_unsure()
             give_back(self._db)
             self._db = None
+
+    def _hand_back_unsure(self) -> None:
+        """A pool that stops right after an exchange whose answer was lost hands back what it
+        may have claimed unseen, so that no job waits for recovery. If the server cannot be
+        reached, recovery takes them (the workers, stopped, own nothing)."""
+        unsure, policy = sorted(self._unsure), self._policy
+        if policy is None:
+            return
+        try:
+            now = self.db.now()
+            self._run(lambda conn: claims.hand_back_unseen(conn, unsure, [], now, policy))
+        except StoreError:
+            return
+        self._unsure.clear()
 
     def now(self) -> int:
         return self.db.now()
@@ -360,6 +378,7 @@ class PostgresStore(Store):
         policy: RetryPolicy,
         queues: Sequence[str] | None = None,
     ) -> Exchange:
+        self._policy = policy
         try:
             done = self._exchange(settlements, claimants, pid, now, policy, queues)
         except BaseException:
