@@ -68,9 +68,11 @@ def after_attempt(
     meanwhile: it is done. A run the operator cancelled ends the job cancelled; so does any
     run that did not complete once a cancel was asked for (`cancel_requested`): it is never
     retried. An interrupted run (the pool stopped before or while it ran) goes back to
-    pending as it was, and does not count. A failed, timed-out or lost run is retried after
-    the policy's backoff while the budget (`max_retries` retries after the first attempt)
-    lasts, and is dead after that."""
+    pending as it was, and does not count. A failed or timed-out run is retried after the
+    policy's backoff while the budget (`max_retries` retries after the first attempt) lasts,
+    and is dead after that. A lost run (its worker died) counts too, but is due again at
+    once in its old place in line (its run_at as it was): the job did nothing wrong, and the
+    first idle worker takes it before the jobs that were behind it."""
     if outcome not in RECORDED_OUTCOMES:
         raise ValueError(f"a run cannot be recorded as {outcome.value!r}")
     if outcome is Outcome.COMPLETED:
@@ -80,6 +82,8 @@ def after_attempt(
         return Transition(state, scheduled_at, attempts - 1)
     if outcome is Outcome.CANCELLED or cancel_requested:
         return Transition(JobState.CANCELLED, scheduled_at, attempts)
+    if attempts <= max_retries and outcome is Outcome.LOST:
+        return Transition(JobState.FAILED, scheduled_at, attempts)
     if attempts <= max_retries:
         return Transition(JobState.FAILED, now + policy.delay_ms(attempts), attempts)
     return Transition(JobState.DEAD, now, attempts)

@@ -32,12 +32,19 @@ def test_an_interrupted_run_goes_back_as_it_was_and_does_not_count() -> None:
     assert _after(Outcome.INTERRUPTED, attempts=2) == Transition(JobState.PENDING, SCHEDULED, 1)
 
 
-@pytest.mark.parametrize("outcome", [Outcome.FAILED, Outcome.TIMEOUT, Outcome.LOST])
+@pytest.mark.parametrize("outcome", [Outcome.FAILED, Outcome.TIMEOUT])
 def test_failures_back_off_exponentially_while_the_budget_lasts(outcome: Outcome) -> None:
     delays = [_after(outcome, attempts=n).run_at - NOW for n in (1, 2, 3)]
     assert delays == [2_000, 4_000, 8_000]
     assert {_after(outcome, attempts=n).state for n in (1, 2, 3)} == {JobState.FAILED}
     assert _after(outcome, attempts=4) == Transition(JobState.DEAD, NOW, 4)
+
+
+def test_a_lost_run_counts_but_keeps_its_place_in_line() -> None:
+    """Due again at once, with the run_at it had: before the jobs that were behind it."""
+    for n in (1, 2, 3):
+        assert _after(Outcome.LOST, attempts=n) == Transition(JobState.FAILED, SCHEDULED, n)
+    assert _after(Outcome.LOST, attempts=4) == Transition(JobState.DEAD, NOW, 4)
 
 
 def test_no_retries_means_dead_after_the_first_failure() -> None:

@@ -167,7 +167,7 @@ def test_max_retries_zero_goes_straight_to_dead(store: Store) -> None:
     assert settle(store, claim(store), Outcome.FAILED, exit_code=1).state is JobState.DEAD
 
 
-def test_settle_is_fenced_by_owner_and_run(store: Store) -> None:
+def test_settle_is_fenced_by_owner_and_run(store: Store, backend: str) -> None:
     store.enqueue(spec(id="a"), 3, NOW)
     job = claim(store)
     impostor = type(job)(**{**_fields(job), "worker_id": "someone-else"})
@@ -177,7 +177,11 @@ def test_settle_is_fenced_by_owner_and_run(store: Store) -> None:
     assert store.get("a").state is JobState.PROCESSING
     assert store.attempts("a") == []
     assert settle(store, job).state is JobState.COMPLETED
-    assert settle(store, job).state is None  # a second settle of the same run changes nothing
+    # A second settle of the same run changes nothing. PostgreSQL, whose answer to the first
+    # may have been lost on the way, says that it was recorded.
+    again = settle(store, job).state
+    assert again is (JobState.COMPLETED if backend == "postgresql" else None)
+    assert len(store.attempts("a")) == 1
 
 
 def test_late_result_after_recovery_changes_nothing(store: Store) -> None:

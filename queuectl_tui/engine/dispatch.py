@@ -19,7 +19,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import Any
 
@@ -47,7 +47,7 @@ IDLE_RECHECK = 5.0
 # After a failed exchange (a locked or broken database) the next try comes this much later,
 # doubling up to the maximum; supervision goes on meanwhile.
 RETRY_FIRST = 0.05
-RETRY_MAX = 1.0
+RETRY_MAX = 0.5
 # After a crash, how long the dispatcher keeps trying to record what it knows.
 RECORD_AT_EXIT = 30.0
 # While commands run, operators' cancel requests for them are looked for this often: a
@@ -275,8 +275,11 @@ class Dispatcher(threading.Thread):
 
     def _exchange(self, store: Store, supervisor: Supervisor, free: list[Slot]) -> None:
         self._in_line = False
+        sent = time.monotonic()
         try:
             exchange = self._send(store, free)
+            if exchange.claimed and time.monotonic() - sent > self._late_after():
+                exchange = self._still_ours(store, exchange)
         except StoreWaitingError:
             # Another process is writing (a bulk enqueue may take a second): nothing failed,
             # and the store keeps this pool's place in line while the loop supervises.
@@ -296,6 +299,37 @@ class Dispatcher(threading.Thread):
         self._retry_at = 0.0
         self._retry_delay = RETRY_FIRST
         self._start_claimed(supervisor, free, exchange)
+
+    def _late_after(self) -> float:
+        """An answer slower than this may come after another pool declared our workers lost
+        (our heartbeats were held up as well: a partition) and recovered what it claimed."""
+        return self.ctx.settings.stale_worker_timeout / 2
+
+    def _still_ours(self, store: Store, exchange: Exchange) -> Exchange:
+        """The claims of a late answer that are still ours (processing, under the worker
+        and run claimed): a job recovered meanwhile is another pool's now, never started
+        here."""
+        kept: dict[str, Job] = {}
+        for worker_id, job in exchange.claimed.items():
+            try:
+                now = store.get(job.id)
+            except StoreError:
+                now = job  # cannot tell: started, as any claim is (its result is fenced)
+            if (
+                now is not None
+                and now.state is JobState.PROCESSING
+                and (now.worker_id, now.runs) == (worker_id, job.runs)
+            ):
+                kept[worker_id] = job
+                continue
+            events.event(
+                "claim recovered meanwhile, not started",
+                level=logging.WARNING,
+                job=job.id,
+                worker=worker_id,
+                attempt=job.runs,
+            )
+        return replace(exchange, claimed=kept)
 
     def _start_claimed(self, supervisor: Supervisor, free: list[Slot], exchange: Exchange) -> None:
         ctx = self.ctx

@@ -10,12 +10,18 @@ in the same one; elsewhere it goes by heartbeats alone, as for another host.
 from __future__ import annotations
 
 import os
+import secrets
 import socket
 
 # The inode of the initial PID namespace (PROC_PID_INIT_INO), the same on every Linux.
 INITIAL_PID_NAMESPACE = 0xEFFFFFFC
 
 _cached: tuple[int, str, int] | None = None  # (pid it was read in, key, namespace inode)
+_tag: tuple[int, str] | None = None  # (pid it was drawn in, this process's random tag)
+# The tag's letters: lower case and digits, no look-alikes (0/o, 1/l), so an id read aloud
+# or copied by hand is the id.
+_TAG_LETTERS = "23456789abcdefghijkmnpqrstuvwxyz"
+TAG_LENGTH = 4
 
 
 def _read() -> tuple[str, int]:
@@ -53,10 +59,21 @@ def same_pid_namespace(recorded: str) -> bool:
     return recorded != "" and recorded == pid_namespace()
 
 
+def _process_tag() -> str:
+    """A random tag drawn once per process (again in a forked child)."""
+    global _tag
+    pid = os.getpid()
+    if _tag is None or _tag[0] != pid:
+        _tag = (pid, "".join(secrets.choice(_TAG_LETTERS) for _ in range(TAG_LENGTH)))
+    return _tag[1]
+
+
 def pool_id() -> str:
     """This pool process's id, which its workers' ids start with: HOST:PID, followed by
-    @INODE of its PID namespace when that is not the host's initial one (two containers
-    with one hostname may both have pid 1)."""
+    @INODE of its PID namespace when that is not the host's initial one, then -TAG, random
+    per process. Hostname, pid and namespace inode alone may repeat (containers that are
+    pid 1 on hosts of one name, or without a /proc of their own); the tag keeps two pool
+    processes apart. The same value all the process's life, a new one in a forked child."""
     inode = _namespace()[1]
     suffix = f"@{inode}" if inode not in (0, INITIAL_PID_NAMESPACE) else ""
-    return f"{socket.gethostname()}:{os.getpid()}{suffix}"
+    return f"{socket.gethostname()}:{os.getpid()}{suffix}-{_process_tag()}"

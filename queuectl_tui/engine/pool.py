@@ -560,7 +560,7 @@ class Pool:
             time.sleep(0.01)
 
     def _recover(self, store: Store, dead: list[str]) -> None:
-        settings = self.live.refresh()  # a lost run is a failure: the live backoff applies
+        settings = self.live.refresh()  # the live retry budget applies to a lost run
         try:
             jobs = store.recover_orphans(dead, settings.retry_policy, store.now())
         except StoreError as error:

@@ -347,6 +347,7 @@ class QueueConsole(QueueOperations, JobControl, App[None]):
     def load(self, request: ViewRequest, known_token: int | None, now: int, rates: bool) -> None:
         snapshot: Snapshot | None = None
         started = time.monotonic()
+        failed = False
         try:
             if self.closing:
                 return
@@ -354,7 +355,9 @@ class QueueConsole(QueueOperations, JobControl, App[None]):
             if token != known_token:
                 snapshot = read_snapshot(self.reader, request, now, token, rates)
         except StoreError as error:
-            self.deliver(self.notify, str(error), severity="error", markup=False)
+            failed = True
+            if not self.summary_says_lost:  # told once, then the bar says it until a read works
+                self.deliver(self.notify, str(error), severity="error", markup=False)
         except StoreCorrupt as error:
             self.deliver(self.stop_on_damage, error)
             return
@@ -362,17 +365,27 @@ class QueueConsole(QueueOperations, JobControl, App[None]):
             if not self.closing:
                 raise
             return  # the store was closed under a read at exit
-        self.deliver(self.loaded, snapshot, now, time.monotonic() - started)
+        self.deliver(self.loaded, snapshot, now, time.monotonic() - started, failed)
+
+    @property
+    def summary_says_lost(self) -> bool:
+        return self.live and self.summary.lost
 
     def stop_on_damage(self, error: StoreCorrupt) -> None:
         """Every read of a damaged file fails alike: close rather than show stale panes."""
         self.fatal = error
         self.exit(return_code=1)
 
-    def loaded(self, snapshot: Snapshot | None, now: int, took: float = 0.0) -> None:
+    def loaded(
+        self, snapshot: Snapshot | None, now: int, took: float = 0.0, failed: bool = False
+    ) -> None:
         self._loading = False
         if not self.live:
             return  # a read that finished while the console was shutting down
+        if failed != self.summary.lost:
+            # The counts shown are the last ones read: the bar says so while reads fail.
+            self.summary.lost = failed
+            self.summary.refresh()
         # Automatic reads take at most a fifth of the time, however slow a read gets.
         self._next_read_at = time.monotonic() + 4 * took
         if snapshot is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import time
 import uuid
@@ -39,12 +40,22 @@ FAST = {"stale_worker_timeout": 3, "heartbeat_interval": 0.5, "backoff_base": 1}
 class Pool:
     """`queuectl worker start` in the test's cgroup, in a PID namespace of its own or not."""
 
-    def __init__(self, queue: Queue, name: str, cgroup: Path | None, namespace: bool) -> None:
+    def __init__(
+        self,
+        queue: Queue,
+        name: str,
+        cgroup: Path | None,
+        namespace: bool,
+        own_proc: bool = True,
+    ) -> None:
         self.log_path = queue.root / f"{name}.log"
         command = pool_command(queue.location, PoolOptions(1, "json"), queue.config)
         argv = ["sh", "-c", ENTER, "enter", str(cgroup or ""), "ns" if namespace else "host"]
         if namespace:
-            argv = ["unshare", "--pid", "--mount-proc", "--fork", "--kill-child", *argv]
+            # Without a /proc of its own (own_proc False) the pool cannot tell its namespace,
+            # as in a container that sees the host's /proc.
+            mount = ["--mount-proc"] if own_proc else []
+            argv = ["unshare", "--pid", *mount, "--fork", "--kill-child", *argv]
         with open(self.log_path, "wb") as log:
             proc = subprocess.Popen(
                 [*argv, *command],
@@ -89,8 +100,8 @@ class Pools:
             self.cgroup.mkdir()
         self.started: list[Pool] = []
 
-    def start(self, queue: Queue, name: str, namespace: bool) -> Pool:
-        pool = Pool(queue, name, self.cgroup, namespace)
+    def start(self, queue: Queue, name: str, namespace: bool, own_proc: bool = True) -> Pool:
+        pool = Pool(queue, name, self.cgroup, namespace, own_proc)
         self.started.append(pool)
         return pool
 
@@ -198,6 +209,50 @@ def test_two_pools_that_are_both_pid_1_keep_distinct_workers(
         assert len({worker.pid_namespace for worker in active}) == 2
         assert not any(same_pid_namespace(worker.pid_namespace) for worker in active)
     finally:
+        queue.close()
+
+
+def test_pid_1_pools_that_cannot_tell_their_namespaces_apart_keep_distinct_workers(
+    pools: Pools, backend: str, tmp_path: Path
+) -> None:
+    """Two pools that are both pid 1 on one hostname, neither with a /proc of its own (so no
+    namespace tells them apart): each keeps workers of its own, and when one is SIGKILLed the
+    other recovers its running job and runs it again."""
+    queue = Queue(tmp_path, backend_location(backend, tmp_path))
+    queue.configure(**FAST)
+    go = tmp_path / "go"
+    try:
+        a = pools.start(queue, "a", namespace=True, own_proc=False)
+        held = queue.enqueue(
+            f'if [ "$QUEUECTL_ATTEMPT" = 1 ]; then {_waiting_for(go)}; else echo done; fi',
+            "held",
+            max_retries=1,
+        )
+        queue.wait_state(held, JobState.PROCESSING, timeout=60)
+        b = pools.start(queue, "b", namespace=True, own_proc=False)
+        host = socket.gethostname()
+        assert a.pool_id.startswith(f"{host}:1") and b.pool_id.startswith(f"{host}:1")
+        assert a.pool_id != b.pool_id
+        workers = {worker.id: worker for worker in queue.workers()}
+        assert len(workers) == 2 and {w.pool_id for w in workers.values()} == {
+            a.pool_id,
+            b.pool_id,
+        }
+        assert all(w.status.value in ("idle", "busy") for w in workers.values()), workers
+        assert queue.job(held).worker_id is not None
+        assert queue.job(held).worker_id.startswith(a.pool_id + ":")  # type: ignore[union-attr]
+
+        a.kill()
+        job = queue.wait_state(held, JobState.COMPLETED, timeout=60)
+        first, second = queue.attempts(held)
+        assert first.outcome.value == "lost" and first.worker_id is not None
+        assert first.worker_id.startswith(a.pool_id + ":")
+        assert second.worker_id is not None and second.worker_id.startswith(b.pool_id + ":")
+        assert job.runs == 2
+        assert b.events("worker declared lost by another pool, re-registering") == []
+        assert b.stop() == 0
+    finally:
+        go.touch()
         queue.close()
 
 

@@ -126,11 +126,35 @@ def test_a_job_that_kills_its_pool_every_time_ends_in_the_dlq(queue: Queue) -> N
         pool = queue.start_pool(count=1, wait=False)  # it may die before it reports in
         wait_until(lambda p=pool: p.proc.poll() is not None, timeout=10, what="the pool to die")
         assert pool.proc.returncode == -signal.SIGKILL
-        time.sleep(1.1)  # the lost attempt's backoff
+        time.sleep(0.2)  # the pool's leftovers gone
     queue.start_pool(count=1)
     job = queue.wait_state(job_id, JobState.DEAD, timeout=5)
     assert job.attempts == 2
     assert [a.outcome for a in queue.attempts(job_id)] == [Outcome.LOST, Outcome.LOST]
+
+
+def test_a_lost_run_is_rerun_before_the_backlog_behind_it(queue: Queue) -> None:
+    """The first idle worker after recovery starts the recovered job, not the backlog that
+    was enqueued after it."""
+    queue.configure(backoff_base=2)
+    doomed = queue.start_pool(count=1)
+    # Its first run outlasts the test (recovery stops it); the second ends at once.
+    held = queue.enqueue('if [ "$QUEUECTL_ATTEMPT" = 1 ]; then sleep 120; fi', "held")
+    queue.wait_state(held, JobState.PROCESSING, timeout=30)
+    backlog = [queue.enqueue("sleep 0.05", f"backlog{n:02d}") for n in range(30)]
+    doomed.kill()
+
+    successor = queue.start_pool(count=1)
+    queue.wait_state(held, JobState.COMPLETED, timeout=60)
+    claimed = [record["job"] for record in successor.events("claimed")]
+    assert claimed[:1] == [held], claimed
+    job = queue.job(held)
+    assert (job.attempts, [a.outcome for a in queue.attempts(held)]) == (
+        2,
+        [Outcome.LOST, Outcome.COMPLETED],
+    )
+    for job_id in backlog:
+        queue.wait_state(job_id, JobState.COMPLETED, timeout=60)
 
 
 def test_worker_stop_does_not_wait_for_a_killed_pool(queue: Queue) -> None:

@@ -416,3 +416,35 @@ async def test_read_only_palette_leaves_out_every_change(make_console, settle) -
         titles = {str(hit.display).split("  (")[0] async for hit in provider.discover()}
         for spec in ACTIONS:
             assert (spec.title in titles) == (not spec.mutating), spec.title
+
+
+async def test_the_bar_says_the_database_is_lost_while_reads_fail(
+    make_console, demo_store, settle, monkeypatch
+) -> None:
+    from queuectl_tui.store import StoreError
+
+    app = make_console(refresh=0.1)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        assert "● live" in shown(app.summary)
+        reads = app.reads
+
+        token = app.reader.change_token
+        down = [True]
+
+        def unreachable() -> int:
+            if down[0]:
+                raise StoreError("no connection to postgresql://db/test within 1 s")
+            return token()
+
+        monkeypatch.setattr(app.reader, "change_token", unreachable)
+        app.poll(force=True)
+        await settle(pilot)
+        bar = shown(app.summary)
+        assert "● live" not in bar and "DATABASE LOST" in bar, bar
+        assert app.reads == reads
+        down[0] = False
+        app.poll(force=True)
+        await settle(pilot)
+        assert "● live" in shown(app.summary)
+        assert "DATABASE LOST" not in shown(app.summary)

@@ -235,7 +235,7 @@ def _settle_other(
     job = settlement.job
     row = conn.execute(SQL["job_to_settle"], (job.seq, job.worker_id, job.runs)).fetchone()
     if row is None:
-        return SettleResult(None, None)  # fenced out: recovered meanwhile
+        return _recorded_before(conn, settlement)
     scheduled_at, spent, max_retries, cancel_requested, queue = row
     now = settlement.finished_at
     step = after_attempt(
@@ -262,6 +262,48 @@ def _settle_other(
     )
     attempts.add(settlement, queue, scheduled_at)
     return SettleResult(step.state, step.run_at)
+
+
+def _recorded_before(conn: Conn, settlement: Settlement) -> SettleResult:
+    """A run fenced out: recorded already, by an exchange whose answer was lost (its attempt
+    is there with this outcome), or else recovered meanwhile (a late result)."""
+    job = settlement.job
+    row = conn.execute(
+        SQL["recorded_run"], (job.seq, job.runs, job.worker_id, settlement.outcome.value)
+    ).fetchone()
+    if row is None:
+        return SettleResult(None, None)  # fenced out: recovered meanwhile
+    state = JobState(row[0])
+    # The job may have moved on since (run again elsewhere): the outcome is what was recorded.
+    if state in (JobState.PENDING, JobState.PROCESSING):
+        state = JobState.FAILED if settlement.outcome is not Outcome.INTERRUPTED else state
+    return SettleResult(state, int(row[1]))
+
+
+def hand_back_unseen(
+    conn: Conn, worker_ids: Sequence[str], settling: Sequence[int], now: int, policy: RetryPolicy
+) -> int:
+    """Hand back, without spending an attempt, the jobs that `worker_ids` hold in the store
+    but that their pool never heard it claimed: an exchange whose answer was lost may have
+    committed claims for them. Fenced by owner and run (the rows are locked first), so a job
+    recovered or settled meanwhile is left as it is. Returns how many went back."""
+    conn.execute(SQL["lock_workers"], (sorted(set(worker_ids)),))
+    unseen = JOBS.all(conn, SQL["unseen_claims"], (sorted(set(worker_ids)), list(settling)))
+    if not unseen:
+        return 0
+    back = [
+        Settlement(
+            job=job,
+            outcome=Outcome.INTERRUPTED,
+            exit_code=None,
+            output="",
+            error="handed back unrun: the answer to its claim was lost on the way to the pool",
+            finished_at=now,
+        )
+        for job in unseen
+    ]
+    settle(conn, back, policy)
+    return len(unseen)
 
 
 def recover_orphans(

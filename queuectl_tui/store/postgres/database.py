@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import psycopg
 import psycopg_pool
 from psycopg import errors as pg_errors
+from psycopg_pool.base import AttemptWithBackoff
 
 from ..base import StoreBusyError, StoreError
 from . import schema
@@ -32,7 +33,16 @@ logging.getLogger("psycopg.pool").propagate = False
 logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
 
 DEFAULT_WAIT = 30.0  # seconds a call waits for a connection, unless its store says otherwise
-CONNECT_TIMEOUT = 10  # seconds to reach the server before a store gives up
+CONNECT_TIMEOUT = 3  # seconds to reach the server before a store gives up (libpq's least: 2)
+# A call that has waited this long for a connection checks that the server answers at all
+# (a connection of its own): if not, it fails now rather than at the end of its wait, and
+# calls wait at most UNREACHABLE_WAIT until the pool connects again.
+PROBE_AFTER = 0.5
+PROBE_FRESH = 1.0  # seconds a probe that reached the server is trusted for
+UNREACHABLE_WAIT = 0.5
+# The pool's attempts to connect again after losing the server come this often (its own
+# back-off grows to many seconds): a pool is back within about this long of the server.
+RECONNECT_EVERY = 0.25
 POOL_SIZE = 8  # connections at most, shared by the stores of one process
 CHECK_IDLE_AFTER = 1.0  # seconds idle after which a connection is checked before it is lent
 CLOCK_RESYNC = 10.0  # seconds between two readings of the database's clock
@@ -57,7 +67,7 @@ class Database:
         self._idle_since: weakref.WeakKeyDictionary[psycopg.Connection[Any], float] = (
             weakref.WeakKeyDictionary()
         )
-        self._pool = psycopg_pool.ConnectionPool(  # opened by ensure_schema
+        self._pool = _QuickPool(  # opened by ensure_schema
             target.conninfo,
             min_size=1,
             max_size=POOL_SIZE,
@@ -86,6 +96,8 @@ class Database:
         self._clock_lock = threading.Lock()
         self._anchor: tuple[int, float] | None = None  # (database ms, our monotonic s)
         self._clock_reading = False  # a caller is reading the clock now
+        self._unreachable = False  # a probe found the server gone; cleared by a connection
+        self._probed_at = -PROBE_FRESH  # when a probe last reached the server (monotonic)
 
     def _returned(self, conn: psycopg.Connection[Any]) -> None:
         self._idle_since[conn] = time.monotonic()
@@ -100,8 +112,43 @@ class Database:
         """A connection inside one transaction, committed when the block ends without error
         (rolled back on one);
         `wait`: seconds to wait for a free connection (or the server) before giving up."""
-        with self.errors(wait), self._pool.connection(timeout=wait) as conn, conn.transaction():
+        with self.errors(wait), self._lend(wait) as conn, conn.transaction():
             yield conn
+
+    @contextmanager
+    def _lend(self, wait: float) -> Iterator[psycopg.Connection[Any]]:
+        """A connection of the pool, waited for up to `wait` seconds while the server answers;
+        a fast failure (PoolTimeout) once it does not."""
+        first = min(wait, UNREACHABLE_WAIT if self._unreachable else PROBE_AFTER)
+        try:
+            conn = self._pool.getconn(timeout=first)
+        except psycopg_pool.PoolTimeout:
+            if self._unreachable or first >= wait or not self._server_answers():
+                raise
+            conn = self._pool.getconn(timeout=wait - first)
+        self._unreachable = False
+        try:
+            with conn:  # as the pool's own connection(): commit, or roll back on an error
+                yield conn
+        finally:
+            self._pool.putconn(conn)
+
+    def _server_answers(self) -> bool:
+        """Whether the server takes a connection (the pool's may all be busy, or it is
+        between two attempts to connect again). Remembered for PROBE_FRESH seconds."""
+        if time.monotonic() - self._probed_at < PROBE_FRESH:
+            return True
+        try:
+            psycopg.connect(
+                self.target.conninfo,
+                connect_timeout=CONNECT_TIMEOUT,
+                application_name="queuectl probe",
+            ).close()
+        except psycopg.Error:
+            self._unreachable = True
+            return False
+        self._probed_at = time.monotonic()
+        return True
 
     def ensure_schema(self, wait: float) -> None:
         """Create or migrate the queue's schema, unless this process did already: on a
@@ -149,7 +196,7 @@ class Database:
     def for_one_statement(self, wait: float = DEFAULT_WAIT) -> Iterator[psycopg.Connection[Any]]:
         """A connection outside any transaction, for one statement on its own (no BEGIN, no
         COMMIT: one round trip; a statement reads one snapshot anyway)."""
-        with self.errors(wait), self._pool.connection(timeout=wait) as conn:
+        with self.errors(wait), self._lend(wait) as conn:
             yield conn
 
     def read(self, sql: str, params: Any = None, wait: float = DEFAULT_WAIT) -> list[Any]:
@@ -219,6 +266,24 @@ class Database:
 
     def close_pool(self) -> None:
         self._pool.close()
+
+
+class _QuickAttempt(AttemptWithBackoff):
+    """The pool's attempts to connect again, every RECONNECT_EVERY seconds (with the pool's
+    jitter) rather than backing off to many: a server that is back is found at once, and an
+    attempt to a server that is down costs one refused connection."""
+
+    INITIAL_DELAY = RECONNECT_EVERY
+    DELAY_BACKOFF = 1.0
+
+
+class _QuickPool(psycopg_pool.ConnectionPool):
+    """A psycopg pool whose attempts to connect again do not back off (_QuickAttempt)."""
+
+    def _add_connection(self, attempt: AttemptWithBackoff | None, growing: bool = False) -> None:
+        if attempt is None:
+            attempt = _QuickAttempt(timeout=self.reconnect_timeout)
+        super()._add_connection(attempt, growing)
 
 
 @contextmanager

@@ -43,6 +43,7 @@ from ..base import (
     RetryResult,
     Settlement,
     Store,
+    StoreError,
     SubmitResult,
 )
 from ..figures import RATE_SLOT_MS, attempt_figures, per_minute, snapshot
@@ -69,6 +70,10 @@ class PostgresStore(Store):
         self._wait = DEFAULT_WAIT if lock_wait is None else max(0.1, lock_wait)
         self._fold_soon = False  # a count added up many deltas: fold them after answering
         self._limits_seen = False  # the last exchange found a queue with a limit open to it
+        # Workers whose claims may have been committed without the answer reaching us (an
+        # exchange failed with its outcome unknown): handed back by the next exchange.
+        self._unsure: set[str] = set()
+        self._policy: RetryPolicy | None = None  # the last exchange's, to hand back with
         self._db: Database | None = borrow(self._target)
         try:
             self._db.ensure_schema(self._wait)
@@ -90,8 +95,24 @@ class PostgresStore(Store):
 
     def close(self) -> None:
         if self._db is not None:
+            if self._unsure:
+                self._hand_back_unsure()
             give_back(self._db)
             self._db = None
+
+    def _hand_back_unsure(self) -> None:
+        """A pool that stops right after an exchange whose answer was lost hands back what it
+        may have claimed unseen, so that no job waits for recovery. If the server cannot be
+        reached, recovery takes them (the workers, stopped, own nothing)."""
+        unsure, policy = sorted(self._unsure), self._policy
+        if policy is None:
+            return
+        try:
+            now = self.db.now()
+            self._run(lambda conn: claims.hand_back_unseen(conn, unsure, [], now, policy))
+        except StoreError:
+            return
+        self._unsure.clear()
 
     def now(self) -> int:
         return self.db.now()
@@ -366,11 +387,41 @@ class PostgresStore(Store):
         policy: RetryPolicy,
         queues: Sequence[str] | None = None,
     ) -> Exchange:
+        self._policy = policy
+        try:
+            done = self._exchange(settlements, claimants, pid, now, policy, queues)
+        except BaseException:
+            # The connection may have dropped after the server committed: what this exchange
+            # claimed is then the store's, unknown to the pool. The next one hands it back
+            # (nothing, if it never reached the server).
+            self._unsure.update(claimants)
+            raise
+        self._unsure.clear()
+        return done
+
+    def _exchange(
+        self,
+        settlements: Sequence[Settlement],
+        claimants: Sequence[str],
+        pid: int,
+        now: int,
+        policy: RetryPolicy,
+        queues: Sequence[str] | None,
+    ) -> Exchange:
+        unsure = sorted(self._unsure)
         # Not durable, as the engine's bookkeeping is: the statement itself says so.
-        if self._limits_seen or any(s.outcome is not Outcome.COMPLETED for s in settlements):
-            # Runs settled by the lifecycle's rules, or claims under a queue's limit: several
-            # statements, in one transaction.
+        if (
+            unsure
+            or self._limits_seen
+            or any(s.outcome is not Outcome.COMPLETED for s in settlements)
+        ):
+            # Runs settled by the lifecycle's rules, claims under a queue's limit, or claims
+            # that may have committed unseen to hand back first: several statements, in one
+            # transaction.
             def body(conn: Conn) -> tuple[Exchange, bool]:
+                if unsure:
+                    settling = [s.job.seq for s in settlements]
+                    claims.hand_back_unseen(conn, unsure, settling, now, policy)
                 return claims.exchange(conn, settlements, claimants, pid, now, policy, queues)
 
             done: Exchange

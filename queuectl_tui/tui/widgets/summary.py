@@ -1,5 +1,5 @@
 """The summary bar, always on top: database, counts per state, workers, throughput, and
-whether live updates are paused."""
+whether live updates are paused, or the database cannot be read."""
 
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ class SummaryBar(Widget):
         self.data = SummaryData(database)
         self.readonly = readonly
         self.paused = False
+        self.lost = False  # the last read failed: what is shown is what was read before
         self.now = 0
 
     def show(self, data: SummaryData, now: int, paused: bool) -> None:
@@ -60,6 +61,9 @@ class SummaryBar(Widget):
             mode.append(" ")
         if self.paused:
             mode.append(" PAUSED ", style="bold white on dark_red")
+        elif self.lost:
+            mode.append(" DATABASE LOST ", style="bold white on red")
+            mode.append(" counts as last read", style="dim")
         else:
             mode.append("● live", style="bold green")
         mode.append("  " + fmt.timestamp(self.now).replace(" UTC", "Z"), style="dim")

@@ -320,6 +320,22 @@ SELECT run_at, attempts, max_retries, cancel_requested_at IS NOT NULL, queue FRO
  WHERE seq = %s AND state = 'processing' AND worker_id = %s AND runs = %s
    FOR UPDATE
 
+-- name: recorded_run
+-- A run fenced out of settle_job: recorded already (by an exchange whose answer was lost) if
+-- its attempt is there, with this outcome; then where its job went.
+SELECT j.state, j.run_at FROM attempts a JOIN jobs j ON j.seq = a.job_seq
+ WHERE a.job_seq = %s AND a.number = %s AND a.worker_id = %s AND a.outcome = %s
+ LIMIT 1
+
+-- name: unseen_claims
+-- Jobs still processing under workers whose last claims may have committed unseen (the
+-- connection dropped around the commit), other than those being settled now; locked, as
+-- recovery locks them, after the workers' rows.
+SELECT * FROM jobs
+ WHERE state = 'processing' AND worker_id = ANY(%s) AND seq <> ALL(%s)
+ ORDER BY seq
+   FOR UPDATE
+
 -- name: settle_job
 -- After job_to_settle found and locked the row within the fence.
 UPDATE jobs SET state = %s, run_at = %s, attempts = %s, worker_id = NULL, worker_pid = NULL,
@@ -505,11 +521,21 @@ recorded AS (
            exit_code, 'completed', output, error
       FROM done
 ),
+earlier AS (
+    -- Runs fenced out because an earlier exchange, whose answer was lost, recorded them:
+    -- their attempt is there already (this statement's own inserts are not visible here).
+    SELECT s.seq FROM input s
+     WHERE NOT EXISTS (SELECT 1 FROM done d WHERE d.seq = s.seq)
+       AND EXISTS (SELECT 1 FROM attempts a
+                    WHERE a.job_seq = s.seq AND a.number = s.runs
+                      AND a.worker_id = s.worker_id AND a.outcome = 'completed')
+),
 late AS (
     INSERT INTO counter_deltas (name, n)
     SELECT 'late_results', counted.offered - counted.settled
       FROM (SELECT (SELECT count(*) FROM input) AS offered,
-                   (SELECT count(*) FROM done) AS settled) counted
+                   (SELECT count(*) FROM done) + (SELECT count(*) FROM earlier) AS settled)
+           counted
      WHERE counted.offered > counted.settled
 ),
 active AS (
@@ -566,6 +592,6 @@ touched AS (
 )
 SELECT head.limited, head.settled, c.*
   FROM (SELECT (SELECT limited FROM settings) AS limited,
-               ARRAY(SELECT seq FROM done) AS settled,
+               ARRAY(SELECT seq FROM done UNION ALL SELECT seq FROM earlier) AS settled,
                (SELECT off FROM sync) AS sync_off) head
   LEFT JOIN claimed c ON true

@@ -1,0 +1,330 @@
+"""A pool on PostgreSQL whose database answers go missing: a commit whose answer is lost, and an
+outage. The pool talks to the server through a proxy of the test's (pg_proxy.py) that loses
+the answer to one chosen commit, or refuses every connection for a while; the test itself
+reads the queue directly.
+
+PostgreSQL only: these tests skip without the server, and fail instead when
+QUEUECTL_REQUIRE_POSTGRES is set (as in CI)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+from engine_helpers import PoolProcess, Queue, wait_until
+from pg_proxy import PgProxy
+from store_helpers import NOW, POLICY, claim, register
+
+from queuectl_tui.engine.pool import PoolOptions, pool_command
+from queuectl_tui.models import JobSpec, JobState, Outcome
+from queuectl_tui.store import Settlement, Store, StoreError, open_store
+from queuectl_tui.timeutil import now_ms
+
+from helpers import POSTGRES_URL, REQUIRE_POSTGRES, drop_test_schemas, postgres_location
+
+pytestmark = pytest.mark.slow
+
+FAST = {"stale_worker_timeout": 3, "heartbeat_interval": 0.5, "backoff_base": 1}
+
+
+class Faulty:
+    """One queue, seen directly by the test (`queue`) and through the proxy by its pools
+    (`pooled`)."""
+
+    def __init__(self, root: Path) -> None:
+        location = postgres_location(root)
+        parts = urlsplit(POSTGRES_URL)
+        self.proxy = PgProxy(parts.hostname or "127.0.0.1", parts.port or 5432)
+        self.queue = Queue(root, location)
+        self.pooled = Queue(root, self.proxy.url(location))
+
+    def configure(self, **settings: object) -> None:
+        self.queue.configure(**settings)
+        self.pooled.config = self.queue.config
+
+    def close(self) -> None:
+        self.pooled.close()
+        self.queue.close()
+        self.proxy.close()
+
+
+@pytest.fixture
+def faulty(tmp_path: Path, postgres_missing: str | None) -> Iterator[Faulty]:
+    if postgres_missing is not None:
+        if REQUIRE_POSTGRES:
+            pytest.fail(f"{postgres_missing} (QUEUECTL_REQUIRE_POSTGRES is set)")
+        pytest.skip(postgres_missing)
+    made = Faulty(tmp_path)
+    try:
+        yield made
+    finally:
+        try:
+            made.close()
+        finally:
+            drop_test_schemas()
+
+
+def _no_job_processing(queue: Queue, total: int) -> None:
+    wait_until(
+        lambda: queue.counts()[JobState.COMPLETED] == total,
+        timeout=60,
+        interval=0.1,
+        what=f"{total} completed jobs (now {queue.counts()})",
+    )
+    assert queue.counts()[JobState.PROCESSING] == 0
+
+
+def test_claims_whose_answer_was_lost_are_handed_back_and_run(faulty: Faulty) -> None:
+    faulty.configure(**FAST)
+    pool = faulty.pooled.start_pool(count=4)
+    faulty.proxy.arm(b"cut-", in_request=False)  # the answer that hands out a cut-* job
+    ids = [faulty.queue.enqueue("echo ran", f"cut-{n}", max_retries=0) for n in range(8)]
+    wait_until(lambda: faulty.proxy.cuts == 1, timeout=60, what="the claim's answer to be lost")
+
+    _no_job_processing(faulty.queue, len(ids))
+    handed_back = 0
+    for job_id in ids:
+        job = faulty.queue.job(job_id)
+        attempts = faulty.queue.attempts(job_id)
+        assert attempts[-1].outcome is Outcome.COMPLETED, attempts
+        # A claim that never reached the pool is handed back unrun, its attempt not spent.
+        assert job.attempts == 1, (job, attempts)
+        assert [a.outcome for a in attempts[:-1]] in ([], [Outcome.INTERRUPTED]), attempts
+        handed_back += len(attempts) - 1
+    assert handed_back >= 1  # the lost answer did claim jobs
+    assert pool.events("result discarded") == []
+    assert pool.events("completed") and len(pool.events("completed")) == len(ids)
+    assert pool.proc.poll() is None
+
+
+def test_results_whose_answer_was_lost_are_not_reported_discarded(faulty: Faulty) -> None:
+    faulty.configure(**FAST)
+    pool = faulty.pooled.start_pool(count=2)
+    faulty.proxy.arm(b"result-of-done-1", in_request=True)  # the exchange that records it
+    ids = [
+        faulty.queue.enqueue(f"echo result-of-{name}", name, max_retries=0)
+        for name in ("done-1", "done-2", "done-3")
+    ]
+    wait_until(lambda: faulty.proxy.cuts == 1, timeout=60, what="the result's answer to be lost")
+
+    _no_job_processing(faulty.queue, len(ids))
+    for job_id in ids:
+        [attempt] = [a for a in faulty.queue.attempts(job_id) if a.outcome is Outcome.COMPLETED]
+        assert faulty.queue.job(job_id).runs >= 1
+        assert attempt.output.strip() == f"result-of-{job_id}"
+    wait_until(
+        lambda: len(pool.events("completed")) == len(ids),
+        timeout=30,
+        what="every completion reported",
+    )
+    assert pool.events("result discarded") == []
+    text = faulty.queue.cli("metrics").stdout
+    assert "queuectl_late_results_total 0" in text or "queuectl_late_results 0" in text, text
+
+
+# -- an outage --------------------------------------------------------------------------------
+# Long enough for psycopg_pool's own back-off to have grown past 10 s (its attempts come at
+# about 1, 3, 7 and 15 s): the next would come some 14 s after the server is back.
+OUTAGE = 17.0
+
+
+def test_store_reads_fail_fast_in_an_outage_and_work_again_after(faulty: Faulty) -> None:
+    store = open_store(faulty.pooled.location)
+    try:
+        assert store.counts()[JobState.PENDING] == 0
+        faulty.proxy.outage()
+        started = time.monotonic()
+        with pytest.raises(StoreError):
+            store.counts()
+        with pytest.raises(StoreError):
+            store.counts()
+        # Far less than the 30 s a call may wait for a connection that is only busy.
+        assert time.monotonic() - started < 10
+        faulty.proxy.restore()
+        wait_until(lambda: _reads(store), timeout=10, what="the store to read again")
+    finally:
+        store.close()
+
+
+def _reads(store: Store) -> bool:
+    try:
+        store.counts()
+    except StoreError:
+        return False
+    return True
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_healthz_answers_503_in_an_outage_and_200_once_the_server_is_back(
+    faulty: Faulty,
+) -> None:
+    url = f"http://127.0.0.1:{_free_port()}"
+    log = faulty.queue.root / "serve.log"
+    with open(log, "wb") as out:
+        serve = subprocess.Popen(
+            [*faulty.pooled.base_command(), "serve", "--addr", url.removeprefix("http://")],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=faulty.queue.root,
+            env=faulty.queue.env,
+        )
+    try:
+        wait_until(lambda: _health(url) == 200, timeout=30, what="serve to answer /healthz")
+        faulty.proxy.outage()
+        # A client that gives up after 5 s still hears the 503 (the store fails fast).
+        assert _health(url, timeout=5) == 503
+        assert _health(url, timeout=5) == 503
+        faulty.proxy.restore()
+        wait_until(lambda: _health(url) == 200, timeout=10, what="/healthz to answer 200 again")
+    finally:
+        serve.terminate()
+        serve.wait(timeout=30)
+    assert "Traceback" not in log.read_text()
+
+
+def _health(url: str, timeout: float = 2.0) -> int | None:
+    try:
+        return httpx.get(url + "/healthz", timeout=timeout).status_code
+    except httpx.TransportError:
+        return None
+
+
+def test_a_pool_is_back_at_work_soon_after_an_outage(faulty: Faulty) -> None:
+    faulty.configure(**FAST)
+    pool = faulty.pooled.start_pool(count=2)
+    before = faulty.queue.enqueue("true", "before")
+    faulty.queue.wait_state(before, JobState.COMPLETED, timeout=30)
+    faulty.proxy.outage()
+    wait_until(
+        lambda: pool.events("heartbeat failed") or pool.events("database error, retrying"),
+        timeout=60,
+        what="the pool to miss the server",
+    )
+    during = [faulty.queue.enqueue("true", f"during-{n}") for n in range(3)]
+    time.sleep(OUTAGE)
+    faulty.proxy.restore()
+    back = now_ms()
+    jobs = [faulty.queue.wait_state(job_id, JobState.COMPLETED, timeout=60) for job_id in during]
+    first_claim = min(job.claimed_at or 0 for job in jobs)
+    # Within a second or so of the server coming back (a generous margin for a busy machine);
+    # psycopg_pool's own back-off would have kept the pool away for many seconds more.
+    assert first_claim - back < 6_000, (first_claim - back, pool.log_text()[-3000:])
+    assert pool.proc.poll() is None
+    assert "Traceback" not in pool.log_text()
+
+
+# -- a partition ------------------------------------------------------------------------------
+def _pool_in_a_pid_namespace(queue: Queue, count: int) -> PoolProcess:
+    """A pool in a PID namespace of its own: others judge it by its heartbeats alone, as a
+    pool of another host."""
+    log_path = queue.root / "namespaced-pool.log"
+    command = pool_command(queue.location, PoolOptions(count, "json"), queue.config)
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            ["unshare", "--pid", "--mount-proc", "--fork", "--kill-child", *command],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=queue.root,
+            env=queue.env,
+        )
+    pool = PoolProcess(proc, log_path)
+    queue.pools.append(pool)  # killed with the queue (unshare --kill-child ends the rest)
+    pool.wait_event("pool started", timeout=60)
+    return pool
+
+
+def test_claims_answered_after_a_partition_are_not_started_once_recovered(
+    faulty: Faulty, namespaces_missing: str | None
+) -> None:
+    """Host A claims two jobs; the answer is held in a partition (A's heartbeats with it)
+    until host B has declared A's workers lost and recovered the jobs. Once the partition
+    heals, A must not start those claims: it re-registers, and runs the jobs only anew."""
+    if namespaces_missing is not None:
+        pytest.skip(namespaces_missing)
+    faulty.configure(**FAST)
+    # B watches over the queue (it recovers lost workers' jobs) but runs none of them.
+    watcher = faulty.queue.start_pool(count=1, queues=("elsewhere",))
+    partitioned = _pool_in_a_pid_namespace(faulty.pooled, count=2)
+    time.sleep(FAST["stale_worker_timeout"] + 1)  # B's own heartbeats steady: it may judge
+    runs = faulty.queue.root / "runs"
+    runs.mkdir()
+    command = f'echo "$QUEUECTL_ATTEMPT $QUEUECTL_WORKER" >> {runs}/$QUEUECTL_JOB_ID'
+    faulty.proxy.arm(b"slow-", in_request=False, partition=True)
+    ids = ["slow-1", "slow-2"]
+    faulty.queue.enqueue_many([JobSpec(job_id, command, max_retries=2) for job_id in ids])
+    wait_until(lambda: faulty.proxy.partitions == 1, timeout=60, what="the partition")
+    wait_until(
+        lambda: {r["job"] for r in watcher.events("recovered")} == set(ids),
+        timeout=60,
+        what="B to recover the partitioned claims",
+    )
+    faulty.proxy.heal()
+
+    for job_id in ids:
+        faulty.queue.wait_state(job_id, JobState.COMPLETED, timeout=60)
+    for job_id in ids:
+        # Only the run after recovery ran, under a worker registered again.
+        lines = (runs / job_id).read_text().splitlines()
+        assert len(lines) == 1, lines
+        attempt, worker = lines[0].split()
+        assert attempt == "2" and worker.startswith(partitioned.events("pool started")[0]["pool"])
+        outcomes = [a.outcome for a in faulty.queue.attempts(job_id)]
+        assert outcomes == [Outcome.LOST, Outcome.COMPLETED], outcomes
+    not_started = {r["job"] for r in partitioned.events("claim recovered meanwhile, not started")}
+    assert not_started == set(ids)
+    assert partitioned.events("worker declared lost by another pool, re-registering")
+    assert partitioned.events("result discarded") == []
+
+
+# -- the store's own single-job paths ------------------------------------------------------------
+def test_a_store_closed_after_a_lost_claim_hands_the_job_back(faulty: Faulty) -> None:
+    """A claim whose answer was lost, and then the store closes (its pool stopping): the
+    job goes back unrun, without waiting for another pool's recovery."""
+    with faulty.queue.store() as direct:
+        direct.enqueue(JobSpec("cut-alone", "true"), 3, NOW)
+    store = open_store(faulty.pooled.location)
+    try:
+        register(store, "w1")
+        faulty.proxy.arm(b"cut-alone", in_request=False)
+        with pytest.raises(StoreError):
+            store.claim("w1", 4242, NOW)
+        assert faulty.proxy.cuts == 1
+        assert faulty.queue.job("cut-alone").state is JobState.PROCESSING  # committed, unseen
+    finally:
+        store.close()
+    job = faulty.queue.job("cut-alone")
+    assert (job.state, job.attempts, job.worker_id) == (JobState.PENDING, 0, None), job
+    assert [a.outcome for a in faulty.queue.attempts("cut-alone")] == [Outcome.INTERRUPTED]
+
+
+def test_a_settle_whose_answer_was_lost_is_reported_as_recorded(faulty: Faulty) -> None:
+    with faulty.queue.store() as direct:
+        direct.enqueue(JobSpec("once", "true"), 3, NOW)
+    store = open_store(faulty.pooled.location)
+    try:
+        job = claim(store)
+        faulty.proxy.arm(b"output-of-once", in_request=True)
+        lost = Settlement(job, Outcome.FAILED, 1, "output-of-once", "exit 1", NOW + 1000)
+        with pytest.raises(StoreError):
+            store.settle(lost, POLICY)
+        assert faulty.proxy.cuts == 1
+        again = store.settle(lost, POLICY)  # sent again, as the dispatcher does
+        assert again.state is JobState.FAILED
+    finally:
+        store.close()
+    assert [a.outcome for a in faulty.queue.attempts("once")] == [Outcome.FAILED]
+    with faulty.queue.store() as direct:
+        assert direct.metrics(NOW).late_results == 0
