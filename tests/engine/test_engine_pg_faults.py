@@ -24,7 +24,6 @@ from store_helpers import NOW, POLICY, claim, register
 from queuectl_tui.engine.pool import PoolOptions, pool_command
 from queuectl_tui.models import JobSpec, JobState, Outcome
 from queuectl_tui.store import Settlement, Store, StoreError, open_store
-from queuectl_tui.timeutil import now_ms
 
 from helpers import POSTGRES_URL, REQUIRE_POSTGRES, drop_test_schemas, postgres_location
 
@@ -139,13 +138,12 @@ def test_store_reads_fail_fast_in_an_outage_and_work_again_after(faulty: Faulty)
     try:
         assert store.counts()[JobState.PENDING] == 0
         faulty.proxy.outage()
-        started = time.monotonic()
-        with pytest.raises(StoreError):
+        with pytest.raises(StoreError):  # its connection is cut under it
             store.counts()
-        with pytest.raises(StoreError):
+        # The next says the server is gone: found out by a probe, not waited for the 30 s a
+        # call may wait for a connection that is only busy ("no connection within 30 s").
+        with pytest.raises(StoreError, match="does not answer"):
             store.counts()
-        # Far less than the 30 s a call may wait for a connection that is only busy.
-        assert time.monotonic() - started < 10
         faulty.proxy.restore()
         wait_until(lambda: _reads(store), timeout=10, what="the store to read again")
     finally:
@@ -214,12 +212,10 @@ def test_a_pool_is_back_at_work_soon_after_an_outage(faulty: Faulty) -> None:
     during = [faulty.queue.enqueue("true", f"during-{n}") for n in range(3)]
     time.sleep(OUTAGE)
     faulty.proxy.restore()
-    back = now_ms()
-    jobs = [faulty.queue.wait_state(job_id, JobState.COMPLETED, timeout=60) for job_id in during]
-    first_claim = min(job.claimed_at or 0 for job in jobs)
-    # Within a second or so of the server coming back (a generous margin for a busy machine);
-    # psycopg_pool's own back-off would have kept the pool away for many seconds more.
-    assert first_claim - back < 6_000, (first_claim - back, pool.log_text()[-3000:])
+    # How soon is a figure (README), not asserted here; that the pool's attempts to connect
+    # again do not back off is test_attempts_to_connect_again_do_not_back_off's.
+    for job_id in during:
+        faulty.queue.wait_state(job_id, JobState.COMPLETED, timeout=60)
     assert pool.proc.poll() is None
     assert "Traceback" not in pool.log_text()
 
@@ -328,3 +324,20 @@ def test_a_settle_whose_answer_was_lost_is_reported_as_recorded(faulty: Faulty) 
     assert [a.outcome for a in faulty.queue.attempts("once")] == [Outcome.FAILED]
     with faulty.queue.store() as direct:
         assert direct.metrics(NOW).late_results == 0
+
+
+def test_attempts_to_connect_again_do_not_back_off() -> None:
+    """psycopg_pool's own attempts wait 1 s, then 2, 4, 8...: a server back after 40 s was
+    found 15 s later. The store's wait the same short time each (with the pool's jitter)."""
+    import psycopg_pool
+
+    from queuectl_tui.store.postgres.database import RECONNECT_EVERY, _QuickAttempt
+
+    # The hook the store's pool overrides to use its own attempts (psycopg_pool is pinned).
+    assert "_add_connection" in vars(psycopg_pool.ConnectionPool)
+    attempt = _QuickAttempt(timeout=300)
+    delays = []
+    for step in range(8):
+        attempt.update_delay(now=1000.0 + step)
+        delays.append(attempt.delay)
+    assert all(0 < delay <= RECONNECT_EVERY * 1.5 for delay in delays), delays

@@ -39,6 +39,7 @@ CONNECT_TIMEOUT = 3  # seconds to reach the server before a store gives up (libp
 # calls wait at most UNREACHABLE_WAIT until the pool connects again.
 PROBE_AFTER = 0.5
 PROBE_FRESH = 1.0  # seconds a probe that reached the server is trusted for
+SERVER_GONE = "the server does not answer (it takes no connection)"
 UNREACHABLE_WAIT = 0.5
 # The pool's attempts to connect again after losing the server come this often (its own
 # back-off grows to many seconds): a pool is back within about this long of the server.
@@ -123,8 +124,12 @@ class Database:
         try:
             conn = self._pool.getconn(timeout=first)
         except psycopg_pool.PoolTimeout:
-            if self._unreachable or first >= wait or not self._server_answers():
+            if first >= wait:
                 raise
+            if self._unreachable or not self._server_answers():
+                # Said as what it is (not "no connection within `wait` s"), and not retried
+                # as a busy pool's timeout would be.
+                raise psycopg.OperationalError(SERVER_GONE) from None
             conn = self._pool.getconn(timeout=wait - first)
         self._unreachable = False
         try:
