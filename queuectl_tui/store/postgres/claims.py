@@ -266,8 +266,11 @@ def _settle_other(
 
 def _recorded_before(conn: Conn, settlement: Settlement) -> SettleResult:
     """A run fenced out: recorded already, by an exchange whose answer was lost (its attempt
-    is there with this outcome), or else recovered meanwhile (a late result)."""
+    is there with this outcome), or else recovered meanwhile (a late result). A lost run's
+    attempt is recovery's, never a pool's own: a result saying so is late, whatever is there."""
     job = settlement.job
+    if settlement.outcome is Outcome.LOST:
+        return SettleResult(None, None)
     row = conn.execute(
         SQL["recorded_run"], (job.seq, job.runs, job.worker_id, settlement.outcome.value)
     ).fetchone()
