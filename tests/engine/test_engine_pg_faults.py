@@ -128,9 +128,9 @@ def test_results_whose_answer_was_lost_are_not_reported_discarded(faulty: Faulty
 
 
 # -- an outage --------------------------------------------------------------------------------
-# Long enough for psycopg_pool's own back-off to have grown past 10 s (its attempts come at
-# about 1, 3, 7 and 15 s): the next would come some 14 s after the server is back.
-OUTAGE = 17.0
+# Long enough for the pool to miss the server and try again many times (its attempts come
+# every RECONNECT_EVERY seconds, not backing off: test_attempts_to_connect_again_...).
+OUTAGE = 5.0
 
 
 def test_store_reads_fail_fast_in_an_outage_and_work_again_after(faulty: Faulty) -> None:
