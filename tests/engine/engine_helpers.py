@@ -130,15 +130,21 @@ class Queue:
         return result
 
     def start_pool(
-        self, count: int = 2, wait: bool = True, queues: tuple[str, ...] | None = None
+        self,
+        count: int = 2,
+        wait: bool = True,
+        queues: tuple[str, ...] | None = None,
+        under: tuple[str, ...] = (),
     ) -> PoolProcess:
+        """A pool process of `count` workers; `under`: the command it runs under (such as
+        `unshare --pid ...`, whose --kill-child then ends the rest with it)."""
         log_path = self.root / f"pool-{len(self.pools) + 1}.log"
         options = PoolOptions(count, "json", queues)
         command = pool_command(self.location, options, self.config)
         with open(log_path, "wb") as log:
             # Its own session: a Ctrl+C in the terminal running pytest does not reach it.
             proc = subprocess.Popen(
-                command,
+                [*under, *command],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -149,7 +155,7 @@ class Queue:
         pool = PoolProcess(proc, log_path)
         self.pools.append(pool)
         if wait:
-            pool.wait_event("pool started")
+            pool.wait_event("pool started", timeout=60 if under else 10)
         return pool
 
     @contextlib.contextmanager

@@ -21,7 +21,6 @@ from engine_helpers import PoolProcess, Queue, wait_until
 from pg_proxy import PgProxy
 from store_helpers import NOW, POLICY, claim, register
 
-from queuectl_tui.engine.pool import PoolOptions, pool_command
 from queuectl_tui.models import JobSpec, JobState, Outcome
 from queuectl_tui.store import Settlement, Store, StoreError, open_store
 
@@ -224,22 +223,9 @@ def test_a_pool_is_back_at_work_soon_after_an_outage(faulty: Faulty) -> None:
 def _pool_in_a_pid_namespace(queue: Queue, count: int) -> PoolProcess:
     """A pool in a PID namespace of its own: others judge it by its heartbeats alone, as a
     pool of another host."""
-    log_path = queue.root / "namespaced-pool.log"
-    command = pool_command(queue.location, PoolOptions(count, "json"), queue.config)
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            ["unshare", "--pid", "--mount-proc", "--fork", "--kill-child", *command],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            cwd=queue.root,
-            env=queue.env,
-        )
-    pool = PoolProcess(proc, log_path)
-    queue.pools.append(pool)  # killed with the queue (unshare --kill-child ends the rest)
-    pool.wait_event("pool started", timeout=60)
-    return pool
+    return queue.start_pool(
+        count, under=("unshare", "--pid", "--mount-proc", "--fork", "--kill-child")
+    )
 
 
 def test_claims_answered_after_a_partition_are_not_started_once_recovered(
