@@ -138,7 +138,12 @@ class Queue:
     ) -> PoolProcess:
         """A pool process of `count` workers; `under`: the command it runs under (such as
         `unshare --pid ...`, whose --kill-child then ends the rest with it)."""
-        log_path = self.root / f"pool-{len(self.pools) + 1}.log"
+        # The first free name: queues of one test (one straight, one through a proxy) may
+        # share a folder.
+        number = len(self.pools) + 1
+        while (self.root / f"pool-{number}.log").exists():
+            number += 1
+        log_path = self.root / f"pool-{number}.log"
         options = PoolOptions(count, "json", queues)
         command = pool_command(self.location, options, self.config)
         with open(log_path, "wb") as log:
