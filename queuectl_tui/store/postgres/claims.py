@@ -23,6 +23,11 @@ from .statements import SQL
 
 Conn = psycopg.Connection[Any]
 
+# The most workers one exchange claims for: a pool's most (worker start --count). The claim
+# statements' pick takes at most this many jobs at one priority (a constant there, so that
+# its plan is the same for any parameters: see `claim` in queries.sql).
+MOST_CLAIMANTS = 256
+
 
 def text(value: str | None) -> str | None:
     """Text as PostgreSQL can hold it: NUL, which a command's output may contain, becomes
@@ -76,6 +81,8 @@ def exchange(
     statement (see `exchange` in queries.sql). Returns what it did, and whether a queue with
     a limit was open to the pool: then the claims are made the slower way, here when
     `under_limits`, else by the caller (who must, in a transaction: see claim_under_limits)."""
+    if len(claimants) > MOST_CLAIMANTS:
+        raise ValueError(f"one exchange claims for at most {MOST_CLAIMANTS} workers")
     # Job rows are locked in seq order (as recovery locks them), whatever order runs ended in.
     in_seq_order = sorted(settlements, key=lambda s: s.job.seq)
     completed = [s for s in in_seq_order if s.outcome is Outcome.COMPLETED]
@@ -90,23 +97,7 @@ def exchange(
         touched = tally(others, settled_others)
         results = {id(s): r for s, r in zip(others, settled_others, strict=True)}
     cursor = conn.execute(
-        SQL["exchange"],
-        {
-            "seqs": [s.job.seq for s in completed],
-            "owners": [s.job.worker_id for s in completed],
-            "runs": [s.job.runs for s in completed],
-            "finished": [s.finished_at for s in completed],
-            "exits": [s.exit_code for s in completed],
-            "errors": [text(s.error) for s in completed],
-            "outputs": [text(s.output) or "" for s in completed],
-            "claimants": list(claimants),
-            "served": None if queues is None else list(queues),
-            "now": now,
-            "pid": pid,
-            "touch_ids": list(touched),
-            "touch_done": [t.done for t in touched.values()],
-            "touch_failed": [t.failed for t in touched.values()],
-        },
+        SQL["exchange"], exchange_parameters(completed, claimants, pid, now, queues, touched)
     )
     rows = cursor.fetchall()
     limited, settled_seqs = rows[0][0], set(rows[0][1])
@@ -123,6 +114,34 @@ def exchange(
     if limited and claimants and under_limits:
         claimed = claim_under_limits(conn, claimants, pid, now, queues)
     return Exchange([results[id(s)] for s in settlements], claimed), bool(limited)
+
+
+def exchange_parameters(
+    completed: Sequence[Settlement],
+    claimants: Sequence[str],
+    pid: int,
+    now: int,
+    queues: Sequence[str] | None,
+    touched: dict[str, WorkerTouch],
+) -> dict[str, Any]:
+    """The `exchange` statement's parameters: completed runs, claimants and touched workers
+    as parallel arrays."""
+    return {
+        "seqs": [s.job.seq for s in completed],
+        "owners": [s.job.worker_id for s in completed],
+        "runs": [s.job.runs for s in completed],
+        "finished": [s.finished_at for s in completed],
+        "exits": [s.exit_code for s in completed],
+        "errors": [text(s.error) for s in completed],
+        "outputs": [text(s.output) or "" for s in completed],
+        "claimants": list(claimants),
+        "served": None if queues is None else list(queues),
+        "now": now,
+        "pid": pid,
+        "touch_ids": list(touched),
+        "touch_done": [t.done for t in touched.values()],
+        "touch_failed": [t.failed for t in touched.values()],
+    }
 
 
 def claim_under_limits(

@@ -259,19 +259,44 @@ SELECT metric, le, sum(n)::bigint, sum(sum_ms)::bigint
 
 -- name: claim
 -- Take the best %(n)s due jobs for the workers %(workers)s, in claim order, in one statement.
--- The MATERIALIZED CTE is evaluated once, as written: it is never flattened into the UPDATE,
--- so the UPDATE touches exactly the rows it picked and locked, never more than %(n)s. SKIP
--- LOCKED lets pools on other hosts claim beside it without waiting; a row changed by a
--- transaction that committed meanwhile is re-checked against the WHERE before it is locked.
--- Served queues (%(served)s NULL: every queue) and closed ones (paused, or at their limit).
-WITH picked AS MATERIALIZED (
-    SELECT seq, priority, run_at FROM jobs
-     WHERE state IN ('pending', 'failed') AND run_at <= %(now)s
-       AND (%(served)s::text[] IS NULL OR queue = ANY(%(served)s))
-       AND queue <> ALL(%(closed)s::text[])
-     ORDER BY priority DESC, run_at, seq
+-- Its cost does not grow with the backlog. The pick goes down the priorities that jobs wait
+-- at (`levels`, each found by one seek in jobs_ready when the pick asks for the next) and, at
+-- each, takes the due jobs in run_at and creation order with a range scan of jobs_ready that
+-- stops at the jobs it locked: jobs scheduled later are never walked past, and a level is
+-- looked at only when the ones above it fall short of %(n)s. The shape holds the plan, not
+-- the statistics: the scan's conditions are the index's; the queue filter is a CASE, which
+-- the planner costs as keeping half the rows whatever the lists hold (as `queue <> ALL(...)`
+-- it is costed from the column's statistics: with one queue, as keeping none, and the plan
+-- turns to sorting every due job); the inner LIMIT is a constant, a pool's most workers
+-- (claims.MOST_CLAIMANTS), so a plan made once for any parameters is the same plan.
+-- The MATERIALIZED pick is evaluated once, as written, never flattened into the UPDATE, so
+-- the UPDATE touches exactly the rows it picked and locked. SKIP LOCKED lets pools on other
+-- hosts claim beside it without waiting; a row changed by a transaction that committed
+-- meanwhile is re-checked against the WHERE before it is locked. Served queues (%(served)s
+-- NULL: every queue) and closed ones (paused, or at their limit).
+WITH RECURSIVE levels (priority) AS (
+    (SELECT priority FROM jobs WHERE state IN ('pending', 'failed')
+      ORDER BY priority DESC LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.priority FROM jobs j
+             WHERE j.state IN ('pending', 'failed') AND j.priority < l.priority
+             ORDER BY j.priority DESC LIMIT 1)
+      FROM levels l WHERE l.priority IS NOT NULL
+),
+picked AS MATERIALIZED (
+    SELECT due.seq, due.priority, due.run_at
+      FROM levels l
+     CROSS JOIN LATERAL (
+         SELECT seq, priority, run_at FROM jobs
+          WHERE state IN ('pending', 'failed') AND priority = l.priority
+            AND run_at <= %(now)s
+            AND CASE WHEN queue = ANY(%(closed)s::text[]) THEN false
+                     WHEN %(served)s::text[] IS NULL THEN true
+                     ELSE queue = ANY(%(served)s) END
+          ORDER BY run_at, seq
+          LIMIT 256
+            FOR UPDATE SKIP LOCKED) due
      LIMIT %(n)s
-       FOR UPDATE SKIP LOCKED
 ), numbered AS (
     SELECT seq, row_number() OVER (ORDER BY priority DESC, run_at, seq) AS k FROM picked
 )
@@ -284,12 +309,30 @@ RETURNING j.*
 
 -- name: has_due_work
 -- Whether a pool serving %(served)s (NULL: every queue) would find a due job in a queue that
--- is not paused: one statement. A queue at its limit counts (the claim then finds nothing).
+-- is not paused: one statement, shaped as the claim's pick (see `claim`), so that neither
+-- finished jobs nor jobs scheduled later are walked past. A queue at its limit counts (the
+-- claim then finds nothing).
+WITH RECURSIVE levels (priority) AS (
+    (SELECT priority FROM jobs WHERE state IN ('pending', 'failed')
+      ORDER BY priority DESC LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.priority FROM jobs j
+             WHERE j.state IN ('pending', 'failed') AND j.priority < l.priority
+             ORDER BY j.priority DESC LIMIT 1)
+      FROM levels l WHERE l.priority IS NOT NULL
+),
+closed AS (SELECT coalesce(array_agg(name), '{}') AS names FROM queues WHERE paused)
 SELECT EXISTS (
-    SELECT 1 FROM jobs
-     WHERE state IN ('pending', 'failed') AND run_at <= %(now)s
-       AND (%(served)s::text[] IS NULL OR queue = ANY(%(served)s))
-       AND queue NOT IN (SELECT name FROM queues WHERE paused))
+    SELECT 1
+      FROM levels l
+     CROSS JOIN LATERAL (
+         SELECT 1 FROM jobs
+          WHERE state IN ('pending', 'failed') AND priority = l.priority
+            AND run_at <= %(now)s
+            AND CASE WHEN queue = ANY((SELECT names FROM closed)::text[]) THEN false
+                     WHEN %(served)s::text[] IS NULL THEN true
+                     ELSE queue = ANY(%(served)s) END
+          LIMIT 1) due)
 
 -- name: running_in_queues
 SELECT queue, count(*) FROM jobs WHERE state = 'processing' AND queue = ANY(%s) GROUP BY queue
@@ -482,7 +525,7 @@ SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint
 -- its lock and count first: when one is open to this pool, nothing is claimed here
 -- (`limited`) and the store claims the slower way, in the same transaction. The engine's own
 -- bookkeeping: committed without waiting for the WAL flush (set_config, local).
-WITH sync AS (SELECT set_config('synchronous_commit', 'off', true) AS off),
+WITH RECURSIVE sync AS (SELECT set_config('synchronous_commit', 'off', true) AS off),
 input AS (
     SELECT * FROM unnest(%(seqs)s::bigint[], %(owners)s::text[], %(runs)s::bigint[],
                          %(finished)s::bigint[], %(exits)s::bigint[], %(errors)s::text[],
@@ -550,15 +593,32 @@ settings AS (
                     false) AS limited
       FROM queues
 ),
+levels (priority) AS (
+    -- The priorities that jobs wait at, highest first, each found when the pick below asks
+    -- for it: the pick is claim's (see `claim` for why it is shaped so).
+    (SELECT priority FROM jobs WHERE state IN ('pending', 'failed')
+      ORDER BY priority DESC LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.priority FROM jobs j
+             WHERE j.state IN ('pending', 'failed') AND j.priority < l.priority
+             ORDER BY j.priority DESC LIMIT 1)
+      FROM levels l WHERE l.priority IS NOT NULL
+),
 picked AS MATERIALIZED (
-    SELECT seq, priority, run_at FROM jobs
-     WHERE state IN ('pending', 'failed') AND run_at <= %(now)s
-       AND (%(served)s::text[] IS NULL OR queue = ANY(%(served)s))
-       AND queue <> ALL((SELECT closed FROM settings)::text[])
-     ORDER BY priority DESC, run_at, seq
+    SELECT due.seq, due.priority, due.run_at
+      FROM levels l
+     CROSS JOIN LATERAL (
+         SELECT seq, priority, run_at FROM jobs
+          WHERE state IN ('pending', 'failed') AND priority = l.priority
+            AND run_at <= %(now)s
+            AND CASE WHEN queue = ANY((SELECT closed FROM settings)::text[]) THEN false
+                     WHEN %(served)s::text[] IS NULL THEN true
+                     ELSE queue = ANY(%(served)s) END
+          ORDER BY run_at, seq
+          LIMIT 256
+            FOR UPDATE SKIP LOCKED) due
      LIMIT (SELECT CASE WHEN limited THEN 0 ELSE (SELECT count(*) FROM active) END
               FROM settings)
-       FOR UPDATE SKIP LOCKED
 ),
 numbered AS (
     SELECT seq, row_number() OVER (ORDER BY priority DESC, run_at, seq) AS k FROM picked

@@ -1,0 +1,190 @@
+"""The PostgreSQL claim at scale: with the jobs table's statistics gathered (as autovacuum
+does on any server) and a large backlog, the exchange's pick is a range scan of jobs_ready
+that stops at the jobs it takes, under the plan made for the call's parameters and under the
+plan made once for any (a generic plan, which PostgreSQL may choose after a few calls), and
+jobs of a higher priority scheduled for later are neither walked past nor claimed."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from queuectl_tui.bench.backlog import Backlog, load
+from queuectl_tui.models import JobSpec, Worker, WorkerStatus
+from queuectl_tui.store import Store, open_store
+from queuectl_tui.store.postgres import claims
+from queuectl_tui.store.postgres.statements import SQL
+from queuectl_tui.store.postgres.url import parse
+
+from helpers import REQUIRE_POSTGRES, drop_test_schemas, postgres_available, postgres_location
+
+_missing = postgres_available()
+pytestmark = pytest.mark.skipif(
+    _missing is not None and not REQUIRE_POSTGRES, reason=_missing or ""
+)
+
+psycopg = pytest.importorskip("psycopg")
+
+WORKERS = [f"plan-worker:{n}" for n in range(10)]
+# Big enough that, with statistics, a pick that filters on run_at or on a list the planner
+# cannot see sorts every due job instead (the plan this checks against).
+BACKLOG = Backlog(due=40_000, later=40_000)
+
+
+@pytest.fixture(scope="module")
+def backlog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    location = postgres_location(tmp_path_factory.mktemp("claim-plan"))
+    load(location, BACKLOG)  # ANALYZEs the jobs table once loaded
+    with open_store(location) as store:
+        now = store.now()
+        store.register_workers([_worker(worker_id, now) for worker_id in WORKERS])
+    yield location
+    drop_test_schemas()
+
+
+def _worker(worker_id: str, now: int) -> Worker:
+    return Worker(worker_id, "plan", 1, "plan", WorkerStatus.IDLE, now, now, None, None, 0, 0)
+
+
+def _connect(location: str) -> Any:
+    target = parse(location)
+    return psycopg.connect(target.conninfo, options=f"-c search_path={target.schema}")
+
+
+def _nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield plan
+    for child in plan.get("Plans", []):
+        yield from _nodes(child)
+
+
+def _explain(location: str, sql: str, params: dict[str, Any], mode: str) -> list[dict[str, Any]]:
+    """The plan's nodes as run (EXPLAIN ANALYZE, rolled back) under plan_cache_mode `mode`:
+    a prepared statement, so that a generic plan is the server's own."""
+    with _connect(location) as conn:
+        conn.execute(f"SET plan_cache_mode = {mode}")
+        rows = conn.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql, params, prepare=True)
+        plan = rows.fetchone()[0]
+        conn.rollback()
+    document = plan if isinstance(plan, list) else json.loads(plan)
+    return list(_nodes(document[0]["Plan"]))
+
+
+def _scans_of_jobs(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [node for node in nodes if node.get("Relation Name") == "jobs"]
+
+
+def _assert_picks_by_index(nodes: list[dict[str, Any]], claimed: int) -> None:
+    scans = _scans_of_jobs(nodes)
+    kinds = {node["Node Type"] for node in scans}
+    assert "Seq Scan" not in kinds, kinds
+    assert "Bitmap Heap Scan" not in kinds, kinds
+    sorts = [node for node in nodes if node["Node Type"] == "Sort"]
+    # Only the claimed rows are ever sorted (to number them): never the backlog.
+    assert all(node["Actual Rows"] <= claimed for node in sorts), sorts
+    ready = [node for node in scans if node.get("Index Name") == "jobs_ready"]
+    assert ready, scans
+    # The range scan stops at the jobs taken (none walked past, a job scheduled later, say),
+    # and the levels' seeks read one row each.
+    read = sum(
+        (node["Actual Rows"] + node.get("Rows Removed by Filter", 0)) * node["Actual Loops"]
+        for node in ready
+    )
+    assert read <= claimed + 10, ready
+    # Nor walked past inside the index (a condition on run_at checked entry by entry reads
+    # every page of jobs scheduled later): a few pages per level, whatever the backlog.
+    pages = sum(node["Shared Hit Blocks"] + node["Shared Read Blocks"] for node in ready)
+    assert pages <= 60, ready
+
+
+@pytest.mark.parametrize("mode", ["force_custom_plan", "force_generic_plan"])
+def test_the_exchange_claims_by_an_index_scan_that_stops_at_the_jobs_it_takes(
+    backlog: str, mode: str
+) -> None:
+    with open_store(backlog) as store:
+        now = store.now()
+    params = claims.exchange_parameters([], WORKERS, 1, now, None, {})
+    nodes = _explain(backlog, SQL["exchange"], params, mode)
+    claimed = [node for node in nodes if node["Node Type"] == "ModifyTable"]
+    assert any(node["Actual Rows"] == len(WORKERS) for node in claimed)
+    _assert_picks_by_index(nodes, len(WORKERS))
+
+
+@pytest.mark.parametrize("mode", ["force_custom_plan", "force_generic_plan"])
+def test_the_claim_under_a_queue_limit_keeps_the_same_shape(backlog: str, mode: str) -> None:
+    with open_store(backlog) as store:
+        now = store.now()
+    params = {
+        "now": now,
+        "pid": 1,
+        "served": None,
+        "closed": [],
+        "n": len(WORKERS),
+        "workers": WORKERS,
+    }
+    nodes = _explain(backlog, SQL["claim"], params, mode)
+    _assert_picks_by_index(nodes, len(WORKERS))
+
+
+def test_a_pool_serving_named_queues_or_beside_a_paused_one_keeps_the_shape(
+    backlog: str,
+) -> None:
+    with open_store(backlog) as store:
+        now = store.now()
+    params = claims.exchange_parameters([], WORKERS, 1, now, ["default", "other"], {})
+    with _connect(backlog) as conn:
+        conn.execute("INSERT INTO queues (name, paused, updated_at) VALUES ('other', true, 0)")
+        conn.commit()
+    try:
+        nodes = _explain(backlog, SQL["exchange"], params, "force_custom_plan")
+    finally:
+        with _connect(backlog) as conn:
+            conn.execute("DELETE FROM queues WHERE name = 'other'")
+    _assert_picks_by_index(nodes, len(WORKERS))
+
+
+def test_claims_go_down_the_priorities_past_jobs_scheduled_later(tmp_path: Path) -> None:
+    location = postgres_location(tmp_path)
+    try:
+        with open_store(location) as store:
+            now = store.now()
+            hour = 3_600_000
+            store.enqueue_many(
+                [JobSpec(f"later-{n}", "true", 9, now + hour, 0) for n in range(5)]
+                + [JobSpec(f"high-{n}", "true", 5, now - 2, 0) for n in range(3)]
+                + [JobSpec(f"mid-{n}", "true", 1, now - 1 - n, 0) for n in range(3)]
+                + [JobSpec(f"low-{n}", "true", -4, now - 5, 0) for n in range(6)],
+                0,
+                now,
+            )
+            store.register_workers([_worker(worker_id, now) for worker_id in WORKERS])
+            taken = _claim_all(store, now)
+    finally:
+        drop_test_schemas()
+    # Best first: priority, then run_at, then creation; nothing not yet due.
+    assert taken == [
+        *(f"high-{n}" for n in range(3)),
+        "mid-2",
+        "mid-1",
+        "mid-0",
+        *(f"low-{n}" for n in range(4)),
+    ]
+
+
+def _claim_all(store: Store, now: int) -> list[str]:
+    from queuectl_tui.lifecycle import RetryPolicy
+
+    done = store.exchange([], WORKERS, 1, now, RetryPolicy())
+    by_worker = done.claimed
+    return [by_worker[worker_id].id for worker_id in WORKERS if worker_id in by_worker]
+
+
+@pytest.mark.parametrize("mode", ["force_custom_plan", "force_generic_plan"])
+def test_looking_for_due_work_walks_past_nothing(backlog: str, mode: str) -> None:
+    with open_store(backlog) as store:
+        now = store.now()
+    nodes = _explain(backlog, SQL["has_due_work"], {"now": now, "served": None}, mode)
+    _assert_picks_by_index(nodes, 1)
