@@ -17,9 +17,21 @@ from .context import guarded, print_json, state
 if TYPE_CHECKING:
     from rich.table import Table
 
+    from ..bench.backlog import Backlog
     from ..bench.scenarios import Measure
 
-SCENARIOS = ("bulk", "slow", "trivial", "mixed", "pickup", "scale", "cli", "http")
+SCENARIOS = (
+    "bulk",
+    "slow",
+    "trivial",
+    "mixed",
+    "pickup",
+    "backlog",
+    "pools",
+    "scale",
+    "cli",
+    "http",
+)
 
 # Where PostgreSQL's targets differ from SQLite's (by the start of the measure's name): a
 # round trip to a server costs more than a write to a local file.
@@ -62,7 +74,8 @@ def bench(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Measure bulk enqueue, throughput against a bare process pool, a producer feeding a
-    running pool (mixed), pickup latency, idle CPU, queries on a large database, CLI
+    running pool (mixed), pickup latency, idle CPU, claim cost and drain rate as the backlog
+    grows (backlog), 1, 2 and 4 pools on one queue (pools), queries on a large database, CLI
     start-up, and durable HTTP submissions (http). Runs on temporary databases: SQLite files,
     or with --db (or the global --db) a PostgreSQL URL, schemas of their own there. Your own
     queue is never touched.
@@ -128,6 +141,21 @@ def bench(
             say(f"pickup latency of {sizes['pickup']} jobs at 20/s into an idle pool ...")
             idle = 2.0 if quick else 10.0
             results += scenarios.pickup(places, sizes["pickup"], 20.0, workers, idle)
+        if "backlog" in chosen:
+            from ..bench import backlog
+
+            loads = _backlogs(quick)
+            say(
+                "claim cost and drain rate on backlogs of "
+                + ", ".join(load.label for load in loads)
+                + f", {workers} workers ..."
+            )
+            results += backlog.measure(places, loads, workers)
+        if "pools" in chosen:
+            from ..bench import pools
+
+            say(f"1, 2 and 4 pools of {workers} workers on {sizes['trivial']:,} x 'true' ...")
+            results += pools.measure(places, sizes["trivial"], workers, repeat)
         if "scale" in chosen:
             say(f"a database of {sizes['scale']:,} jobs ...")
             results += scenarios.at_scale(places, sizes["scale"])
@@ -161,6 +189,16 @@ def bench(
         )
         return
     render.console().print(_table(results, f"{machine}\ndatabase: {database}"))
+
+
+def _backlogs(quick: bool) -> list[Backlog]:
+    """The backlogs measured, smallest first (the others are compared with it)."""
+    from ..bench.backlog import Backlog
+
+    if quick:
+        return [Backlog(2_000), Backlog(20_000), Backlog(20_000, later=10_000)]
+    sizes = (2_000, 20_000, 200_000, 1_000_000)
+    return [*(Backlog(due) for due in sizes), Backlog(200_000, later=100_000)]
 
 
 def _postgres_url(location: str | None) -> str | None:
