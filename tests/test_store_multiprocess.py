@@ -98,3 +98,40 @@ def test_a_queue_limit_holds_when_stores_claim_at_the_same_moment(
     assert len(claimed) == 3
     with open_backend(backend, tmp_path) as check:
         assert check.counts("reports")[JobState.PROCESSING] == 3
+
+
+def _open_new_queue(location: str, start, results) -> None:
+    start.wait()
+    try:
+        open_store(location).close()
+        results.put("opened")
+    except Exception as error:  # reported to the test, which names it
+        results.put(f"{type(error).__name__}: {error}")
+
+
+@pytest.mark.slow
+@pytest.mark.sqlite_only  # a new file: a server's schema is made under its own lock
+def test_processes_opening_a_new_queue_at_one_moment_all_open_it(
+    backend: str, tmp_path: Path
+) -> None:
+    """Pools started together on a queue that does not exist yet: every one of them opens
+    it, however their first steps interleave (the switch to WAL mode needs the file to
+    itself, and SQLite does not wait for it on its own)."""
+    context = multiprocessing.get_context("spawn")
+    outcomes: Counter[str] = Counter()
+    for attempt in range(12):
+        location = backend_location(backend, tmp_path, f"new-{attempt}.db")
+        start = context.Barrier(PROCESSES)
+        results = context.Queue()
+        processes = [
+            context.Process(target=_open_new_queue, args=(location, start, results))
+            for _ in range(PROCESSES)
+        ]
+        for process in processes:
+            process.start()
+        for process in processes:
+            process.join(timeout=120)
+        outcomes.update(results.get(timeout=10) for _ in processes)
+        with open_store(location) as store:
+            assert store.counts()[JobState.PENDING] == 0
+    assert outcomes == Counter({"opened": 12 * PROCESSES})

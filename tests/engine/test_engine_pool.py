@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 from engine_helpers import Queue, clean_env, process_alive, wait_until
 
+from queuectl_tui.engine.pool import PoolOptions, pool_command
 from queuectl_tui.location import is_url
 from queuectl_tui.models import JobSpec, JobState, Outcome, WorkerStatus
+from queuectl_tui.store import open_store
 from queuectl_tui.timeutil import now_ms, to_iso
 
 pytestmark = pytest.mark.slow
@@ -374,3 +376,50 @@ def test_a_reused_pid_is_told_apart_from_the_worker_that_had_it() -> None:
     finally:
         newer.kill()
         newer.wait()
+
+
+def _registered(location: str, processes: list[subprocess.Popen[bytes]], logs: list[Path]) -> int:
+    """Active workers in the queue at `location`, once there is one; a pool that exited
+    fails the test with every pool's log."""
+    if any(process.poll() is not None for process in processes):
+        texts = [log.read_text(errors="replace") for log in logs]
+        raise AssertionError(f"a pool exited: {texts}")
+    if not Path(location).exists():
+        return 0
+    with open_store(location) as store:
+        return len(store.list_workers(active_only=True))
+
+
+@pytest.mark.sqlite_only  # a new file; a server's schema is made under its own lock
+def test_pools_started_together_on_a_new_queue_register_every_worker(
+    backend: str, tmp_path: Path
+) -> None:
+    """Several pools started at one moment on a queue that does not exist yet all come up
+    with all their workers, every time (each creating the file, or finding it half made)."""
+    pools, workers = 4, 2
+    for attempt in range(8):
+        location = str(tmp_path / f"new-{attempt}.db")
+        command = pool_command(location, PoolOptions(workers, "json"))
+        logs = [tmp_path / f"pool-{attempt}-{n}.log" for n in range(pools)]
+        processes = [
+            subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log.open("wb"),
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=clean_env(),
+            )
+            for log in logs
+        ]
+        try:
+            wait_until(
+                lambda: _registered(location, processes, logs) == pools * workers,  # noqa: B023
+                timeout=60,
+                what="every pool's workers registered",
+            )
+        finally:
+            for process in processes:
+                process.send_signal(signal.SIGTERM)
+            for process in processes:
+                process.wait(timeout=60)

@@ -111,7 +111,7 @@ class Database:
     def _configure(self, in_memory: bool) -> None:
         conn = self._conn
         assert conn is not None
-        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        mode = _switch_to_wal(conn, self._busy_timeout)
         if mode.lower() != "wal" and not in_memory:
             log.warning("database %s is in %s journal mode, not WAL", self.location, mode)
         if self._wal is not None:
@@ -279,6 +279,25 @@ class Database:
                 log.debug("database locked, retrying in %.0f ms", delay * 1000)
                 time.sleep(delay)
                 delay = min(delay * 2, 1.0)
+
+
+def _switch_to_wal(conn: sqlite3.Connection, wait: float) -> str:
+    """Put the file in WAL mode (once set, it stays with the file); returns the mode it is
+    in. The switch needs the file to itself, and SQLite gives up on it at once, without its
+    busy handler, while another connection holds a lock: as one does while it creates the
+    same new file (two pools started together on a new queue). Tried again for `wait` s."""
+    if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal":
+        return "wal"
+    deadline = time.monotonic() + wait
+    delay = 0.002
+    while True:
+        try:
+            return str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0])
+        except sqlite3.OperationalError as error:
+            if not _is_locked(error) or time.monotonic() + delay > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
 
 
 def _is_locked(error: sqlite3.OperationalError) -> bool:
