@@ -27,6 +27,10 @@ def test_quick_bench_prints_every_measure_as_json(run_cli: RunCli) -> None:
         "pickup latency p95",
         "pool CPU per trickled job",
         "idle pool CPU",
+        "claim cost (one exchange, 4 settled + 4 claimed), 2,000 due",
+        "drain rate, 4 workers, 20,000 due + 10,000 higher-priority later",
+        "1 pool of 4 workers on one queue",
+        "4 pools of 4 workers on one queue",
         "status counts",
         "one page of 50 jobs",
         "stats, ",
@@ -96,6 +100,34 @@ def test_quick_bench_on_postgres_reports_figures_and_drops_its_schemas(
     assert names == ["bulk enqueue", "queuectl status, cold process"]
     assert all(measure["value"] > 0 for measure in report["results"])
     # Only those of a bench run by someone else at the same time may be there.
+    assert _bench_schemas() <= before
+
+
+@pytest.mark.slow
+def test_backlog_and_pools_bench_on_postgres_compare_with_their_smallest_case(
+    run_cli: RunCli, postgres_missing: str | None
+) -> None:
+    if postgres_missing is not None:
+        if REQUIRE_POSTGRES:
+            pytest.fail(f"{postgres_missing} (QUEUECTL_REQUIRE_POSTGRES is set)")
+        pytest.skip(postgres_missing)
+    before = _bench_schemas()
+    result = run_cli(
+        *("bench", "--quick", "--json", "--only", "backlog", "--only", "pools"),
+        *("--workers", "4", "--trivial-jobs", "100", "--db", POSTGRES_URL),
+        db=False,
+    )
+    assert result.returncode == 0, result.stderr
+    measures = json.loads(result.stdout)["results"]
+    costs = [m for m in measures if m["name"].startswith("claim cost")]
+    drains = [m for m in measures if m["name"].startswith("drain rate")]
+    pools = [m for m in measures if " on one queue" in m["name"]]
+    assert [m["details"]["due"] for m in costs] == [2_000, 20_000, 20_000]
+    assert [m["details"]["later"] for m in drains] == [0, 0, 10_000]
+    for group in (costs, drains, pools):
+        assert all(m["value"] > 0 for m in group)
+        assert all(m["baseline"] == pytest.approx(group[0]["value"]) for m in group)
+    assert [m["name"].split(" pool")[0] for m in pools] == ["1", "2", "4"]
     assert _bench_schemas() <= before
 
 

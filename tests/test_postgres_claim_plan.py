@@ -188,3 +188,20 @@ def test_looking_for_due_work_walks_past_nothing(backlog: str, mode: str) -> Non
         now = store.now()
     nodes = _explain(backlog, SQL["has_due_work"], {"now": now, "served": None}, mode)
     _assert_picks_by_index(nodes, 1)
+
+
+def test_a_store_that_plans_once_keeps_its_plans_on_connections_of_its_own(
+    backlog: str,
+) -> None:
+    from queuectl_tui.store import StoreOptions
+
+    with (
+        open_store(backlog, StoreOptions(planned_once=True)) as dispatching,
+        open_store(backlog) as reading,
+    ):
+        assert dispatching.db is not reading.db  # type: ignore[attr-defined]
+        modes = [
+            store.db.read("SHOW plan_cache_mode")[0][0]  # type: ignore[attr-defined]
+            for store in (dispatching, reading)
+        ]
+    assert modes == ["force_generic_plan", "auto"]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from ..lifecycle import RetryPolicy
 from ..location import scheme
 from ..models import Job, JobSpec, JobState, Outcome, Worker, WorkerStatus
-from ..store import Store, open_store
+from ..store import Store, StoreOptions, open_store
 from ..store.base import Settlement
 from .places import Places
 from .pool_process import PoolProcess
@@ -125,7 +125,8 @@ def claim_cost(location: str, workers: int, rounds: int) -> float:
     """Median ms of one exchange claiming for `workers` free workers and settling, as
     completed, the jobs the round before claimed."""
     policy = RetryPolicy()
-    with open_store(location) as store:
+    # Opened as the pool's dispatcher opens its own (plans made once and kept, on a server).
+    with open_store(location, StoreOptions(planned_once=True)) as store:
         ids = [f"bench-claimer:{n}" for n in range(workers)]
         now = store.now()
         store.register_workers([_worker(worker_id, now) for worker_id in ids])

@@ -267,7 +267,9 @@ class Pool:
             live=self.live,
             pid=self.pid,
             queues=queues,
-            open_store=lambda: open_store(path, StoreOptions(lock_wait=DISPATCH_LOCK_WAIT)),
+            open_store=lambda: open_store(
+                path, StoreOptions(lock_wait=DISPATCH_LOCK_WAIT, planned_once=True)
+            ),
             doorbell=doorbell,
             watcher=watcher,
         )

@@ -11,7 +11,7 @@ from .store import PostgresStore
 
 def open_postgres(location: str, options: StoreOptions) -> PostgresStore:
     """The queue at the PostgreSQL URL `location`."""
-    return PostgresStore(location, lock_wait=options.lock_wait)
+    return PostgresStore(location, lock_wait=options.lock_wait, planned_once=options.planned_once)
 
 
 __all__ = ["PostgresStore", "open_postgres"]

@@ -63,8 +63,9 @@ _RETRIED = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure, pg_error
 class Database:
     """A pool of connections to one queue's schema, with the database's clock."""
 
-    def __init__(self, target: Target) -> None:
+    def __init__(self, target: Target, planned_once: bool = False) -> None:
         self.target = target
+        self.planned_once = planned_once
         self._idle_since: weakref.WeakKeyDictionary[psycopg.Connection[Any], float] = (
             weakref.WeakKeyDictionary()
         )
@@ -77,6 +78,8 @@ class Database:
                     f"-c search_path={target.schema}"
                     f" -c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}"
                     f" -c lock_timeout={LOCK_TIMEOUT_MS}"
+                    # A statement's plan made once and kept (see StoreOptions.planned_once).
+                    + (" -c plan_cache_mode=force_generic_plan" if planned_once else "")
                 ),
                 "connect_timeout": CONNECT_TIMEOUT,
                 "application_name": "queuectl",
@@ -316,17 +319,18 @@ def _first_line(error: BaseException) -> str:
     return text.splitlines()[0]
 
 
-_shared: dict[tuple[str, str], Database] = {}
+_shared: dict[tuple[str, str, bool], Database] = {}
 _shared_lock = threading.Lock()
 
 
-def borrow(target: Target) -> Database:
-    """The process's pool for `target`, made on first use."""
-    key = (target.conninfo, target.schema)
+def borrow(target: Target, planned_once: bool = False) -> Database:
+    """The process's pool for `target` (one more for statements planned once), made on first
+    use."""
+    key = (target.conninfo, target.schema, planned_once)
     with _shared_lock:
         database = _shared.get(key)
         if database is None:
-            database = _shared[key] = Database(target)
+            database = _shared[key] = Database(target, planned_once)
         database._users += 1
         return database
 
@@ -336,7 +340,7 @@ def give_back(database: Database) -> None:
         database._users -= 1
         if database._users > 0:
             return
-        key = (database.target.conninfo, database.target.schema)
+        key = (database.target.conninfo, database.target.schema, database.planned_once)
         if _shared.get(key) is database:
             del _shared[key]
     database.close_pool()

@@ -62,9 +62,12 @@ FOLD_AFTER = 500
 
 
 class PostgresStore(Store):
-    def __init__(self, location: str, lock_wait: float | None = None) -> None:
+    def __init__(
+        self, location: str, lock_wait: float | None = None, planned_once: bool = False
+    ) -> None:
         """Open the queue at the PostgreSQL URL `location`, creating and migrating its schema
-        if needed. `lock_wait`: seconds a call waits for a connection before giving up."""
+        if needed. `lock_wait`: seconds a call waits for a connection before giving up;
+        `planned_once`: see StoreOptions."""
         self.location = location
         self._target = parse(location)
         self._wait = DEFAULT_WAIT if lock_wait is None else max(0.1, lock_wait)
@@ -74,7 +77,7 @@ class PostgresStore(Store):
         # exchange failed with its outcome unknown): handed back by the next exchange.
         self._unsure: set[str] = set()
         self._policy: RetryPolicy | None = None  # the last exchange's, to hand back with
-        self._db: Database | None = borrow(self._target)
+        self._db: Database | None = borrow(self._target, planned_once)
         try:
             self._db.ensure_schema(self._wait)
         except BaseException:

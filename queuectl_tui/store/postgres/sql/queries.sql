@@ -567,11 +567,14 @@ recorded AS (
 earlier AS (
     -- Runs fenced out because an earlier exchange, whose answer was lost, recorded them:
     -- their attempt is there already (this statement's own inserts are not visible here).
+    -- A scalar subquery, not EXISTS: it is looked up by attempts_job for the runs fenced out
+    -- alone (almost always none), where a semi join may scan every attempt for every run.
     SELECT s.seq FROM input s
      WHERE NOT EXISTS (SELECT 1 FROM done d WHERE d.seq = s.seq)
-       AND EXISTS (SELECT 1 FROM attempts a
-                    WHERE a.job_seq = s.seq AND a.number = s.runs
-                      AND a.worker_id = s.worker_id AND a.outcome = 'completed')
+       AND (SELECT 1 FROM attempts a
+             WHERE a.job_seq = s.seq AND a.number = s.runs
+               AND a.worker_id = s.worker_id AND a.outcome = 'completed'
+             LIMIT 1) IS NOT NULL
 ),
 late AS (
     INSERT INTO counter_deltas (name, n)
