@@ -36,8 +36,7 @@ SCENARIOS = (
 # Where PostgreSQL's targets differ from SQLite's (by the start of the measure's name): a
 # round trip to a server costs more than a write to a local file.
 POSTGRES_TARGETS = {
-    "bulk enqueue": ">= 66,667 jobs/s (100k in <= 1.5 s)",
-    "throughput, 'true'": ">= 0.6x the bare pool",
+    "throughput, 'true'": ">= 0.75x the bare pool",
     "pickup latency p50": "<= 3 ms",
 }
 
@@ -229,7 +228,8 @@ def _table(results: list[Measure], machine: str) -> Table:
     from rich.table import Table
 
     table = Table(title="queuectl bench", caption=machine, header_style="bold")
-    for column in ("MEASURE", "QUEUECTL", "UNIT", "BARE POOL", "RATIO", "TARGET"):
+    # The baseline is the bare pool for throughput, else what the measure's name says.
+    for column in ("MEASURE", "QUEUECTL", "UNIT", "BASELINE", "RATIO", "TARGET"):
         table.add_column(
             column, justify="left" if column in ("MEASURE", "UNIT", "TARGET") else "right"
         )
