@@ -83,10 +83,7 @@ def test_quick_mixed_bench_reports_the_producer_and_the_pool(run_cli: RunCli) ->
 def test_quick_bench_on_postgres_reports_figures_and_drops_its_schemas(
     run_cli: RunCli, postgres_missing: str | None
 ) -> None:
-    if postgres_missing is not None:
-        if REQUIRE_POSTGRES:
-            pytest.fail(f"{postgres_missing} (QUEUECTL_REQUIRE_POSTGRES is set)")
-        pytest.skip(postgres_missing)
+    _need_postgres(postgres_missing)
     before = _bench_schemas()
     result = run_cli(
         *("bench", "--quick", "--json", "--only", "bulk", "--only", "cli"),
@@ -107,10 +104,7 @@ def test_quick_bench_on_postgres_reports_figures_and_drops_its_schemas(
 def test_backlog_and_pools_bench_on_postgres_compare_with_their_smallest_case(
     run_cli: RunCli, postgres_missing: str | None
 ) -> None:
-    if postgres_missing is not None:
-        if REQUIRE_POSTGRES:
-            pytest.fail(f"{postgres_missing} (QUEUECTL_REQUIRE_POSTGRES is set)")
-        pytest.skip(postgres_missing)
+    _need_postgres(postgres_missing)
     before = _bench_schemas()
     result = run_cli(
         *("bench", "--quick", "--json", "--only", "backlog", "--only", "pools"),
@@ -129,6 +123,13 @@ def test_backlog_and_pools_bench_on_postgres_compare_with_their_smallest_case(
         assert all(m["baseline"] == pytest.approx(group[0]["value"]) for m in group)
     assert [m["name"].split(" pool")[0] for m in pools] == ["1", "2", "4"]
     assert _bench_schemas() <= before
+
+
+def _need_postgres(missing: str | None) -> None:
+    if missing is not None:
+        if REQUIRE_POSTGRES:
+            pytest.fail(f"{missing} (QUEUECTL_REQUIRE_POSTGRES is set)")
+        pytest.skip(missing)
 
 
 def test_bench_without_db_measures_sqlite(tmp_path: Path) -> None:

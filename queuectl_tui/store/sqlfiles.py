@@ -6,27 +6,51 @@ import re
 from pathlib import Path
 
 _NAME = re.compile(r"-- name: (\w+)")
+_FRAGMENT = re.compile(r"-- fragment: (\w+)")
+_USE = re.compile(r"-- use: (\w+)")
 _MIGRATION = re.compile(r"(\d{4})_\w+\.sql")
 
 
 def named_statements(path: Path) -> dict[str, str]:
-    """Each statement of the file under its `-- name:` line, without the comment lines."""
+    """Each statement of the file under its `-- name:` line, without the comment lines.
+
+    A part that several statements share is written once, under a `-- fragment:` line, and
+    each statement takes it in with a `-- use:` line where it belongs: the statements are
+    still fixed texts, put together once, when the file is read."""
     statements: dict[str, list[str]] = {}
+    fragments: dict[str, list[str]] = {}
     lines: list[str] | None = None
     for line in path.read_text(encoding="utf-8").splitlines():
-        named = _NAME.fullmatch(line.strip())
-        if named is not None:
-            if named.group(1) in statements:
-                raise ValueError(f"{path}: two statements are named {named.group(1)}")
-            lines = statements[named.group(1)] = []
-        elif line.strip() and not line.lstrip().startswith("--"):
+        text = line.strip()
+        heading = _NAME.fullmatch(text) or _FRAGMENT.fullmatch(text)
+        if heading is not None:
+            name = heading.group(1)
+            if name in statements or name in fragments:
+                raise ValueError(f"{path}: two parts are named {name}")
+            lines = (statements if heading.re is _NAME else fragments).setdefault(name, [])
+        elif text and (not text.startswith("--") or _USE.fullmatch(text)):
             if lines is None:
                 raise ValueError(f"{path}: SQL before the first '-- name:' line")
             lines.append(line.rstrip())
-    empty = [name for name, body in statements.items() if not body]
+    empty = [name for name, body in {**statements, **fragments}.items() if not body]
     if empty:
         raise ValueError(f"{path}: no SQL under {', '.join(empty)}")
-    return {name: "\n".join(body) for name, body in statements.items()}
+    return {
+        name: "\n".join(_with_fragments(path, body, fragments)) for name, body in statements.items()
+    }
+
+
+def _with_fragments(path: Path, body: list[str], fragments: dict[str, list[str]]) -> list[str]:
+    expanded: list[str] = []
+    for line in body:
+        use = _USE.fullmatch(line.strip())
+        if use is None:
+            expanded.append(line)
+        elif use.group(1) not in fragments:
+            raise ValueError(f"{path}: no fragment named {use.group(1)}")
+        else:
+            expanded += fragments[use.group(1)]
+    return expanded
 
 
 def numbered_scripts(folder: Path) -> list[tuple[int, str, str]]:

@@ -268,13 +268,31 @@ SELECT metric, le, sum(n)::bigint, sum(sum_ms)::bigint
 -- the planner costs as keeping half the rows whatever the lists hold (as `queue <> ALL(...)`
 -- it is costed from the column's statistics: with one queue, as keeping none, and the plan
 -- turns to sorting every due job); the inner LIMIT is a constant, a pool's most workers
--- (claims.MOST_CLAIMANTS), so a plan made once for any parameters is the same plan.
+-- (claims.MOST_CLAIMANTS), so a plan made once for any parameters is the same plan. The
+-- exchange's pick is the same (the fragments below), and the due-work check's levels.
 -- The MATERIALIZED pick is evaluated once, as written, never flattened into the UPDATE, so
 -- the UPDATE touches exactly the rows it picked and locked. SKIP LOCKED lets pools on other
 -- hosts claim beside it without waiting; a row changed by a transaction that committed
 -- meanwhile is re-checked against the WHERE before it is locked. Served queues (%(served)s
 -- NULL: every queue) and closed ones (paused, or at their limit).
-WITH RECURSIVE levels (priority) AS (
+WITH RECURSIVE closed AS (SELECT %(closed)s::text[] AS names),
+wanted AS (SELECT %(n)s::bigint AS n),
+-- use: waiting_levels
+-- use: pick_by_level
+numbered AS (
+    SELECT seq, row_number() OVER (ORDER BY priority DESC, run_at, seq) AS k FROM picked
+)
+UPDATE jobs j SET state = 'processing', worker_id = w.id,
+                  worker_pid = %(pid)s, claimed_at = %(now)s, updated_at = %(now)s,
+                  attempts = j.attempts + 1, runs = j.runs + 1
+  FROM numbered JOIN unnest(%(workers)s::text[]) WITH ORDINALITY AS w (id, k) USING (k)
+ WHERE j.seq = numbered.seq
+RETURNING j.*
+
+-- fragment: waiting_levels
+-- The priorities that jobs wait at, highest first, each found by one seek in jobs_ready when
+-- the pick asks for the next (a recursive CTE is evaluated as far as it is read).
+levels (priority) AS (
     (SELECT priority FROM jobs WHERE state IN ('pending', 'failed')
       ORDER BY priority DESC LIMIT 1)
     UNION ALL
@@ -283,6 +301,10 @@ WITH RECURSIVE levels (priority) AS (
              ORDER BY j.priority DESC LIMIT 1)
       FROM levels l WHERE l.priority IS NOT NULL
 ),
+
+-- fragment: pick_by_level
+-- The best due jobs, at most (SELECT n FROM wanted), of queues not in (SELECT names FROM
+-- closed) and served (%(served)s NULL: every queue): see `claim`.
 picked AS MATERIALIZED (
     SELECT due.seq, due.priority, due.run_at
       FROM levels l
@@ -290,39 +312,24 @@ picked AS MATERIALIZED (
          SELECT seq, priority, run_at FROM jobs
           WHERE state IN ('pending', 'failed') AND priority = l.priority
             AND run_at <= %(now)s
-            AND CASE WHEN queue = ANY(%(closed)s::text[]) THEN false
+            AND CASE WHEN queue = ANY((SELECT names FROM closed)::text[]) THEN false
                      WHEN %(served)s::text[] IS NULL THEN true
                      ELSE queue = ANY(%(served)s) END
           ORDER BY run_at, seq
           LIMIT 256
             FOR UPDATE SKIP LOCKED) due
-     LIMIT %(n)s
-), numbered AS (
-    SELECT seq, row_number() OVER (ORDER BY priority DESC, run_at, seq) AS k FROM picked
-)
-UPDATE jobs j SET state = 'processing', worker_id = (%(workers)s::text[])[numbered.k],
-                  worker_pid = %(pid)s, claimed_at = %(now)s, updated_at = %(now)s,
-                  attempts = j.attempts + 1, runs = j.runs + 1
-  FROM numbered
- WHERE j.seq = numbered.seq
-RETURNING j.*
+     LIMIT (SELECT n FROM wanted)
+),
 
 -- name: has_due_work
 -- Whether a pool serving %(served)s (NULL: every queue) would find a due job in a queue that
 -- is not paused: one statement, shaped as the claim's pick (see `claim`), so that neither
 -- finished jobs nor jobs scheduled later are walked past. A queue at its limit counts (the
 -- claim then finds nothing).
-WITH RECURSIVE levels (priority) AS (
-    (SELECT priority FROM jobs WHERE state IN ('pending', 'failed')
-      ORDER BY priority DESC LIMIT 1)
-    UNION ALL
-    SELECT (SELECT j.priority FROM jobs j
-             WHERE j.state IN ('pending', 'failed') AND j.priority < l.priority
-             ORDER BY j.priority DESC LIMIT 1)
-      FROM levels l WHERE l.priority IS NOT NULL
-),
-closed AS (SELECT coalesce(array_agg(name), '{}') AS names FROM queues WHERE paused)
-SELECT EXISTS (
+WITH RECURSIVE closed AS (SELECT coalesce(array_agg(name), '{}') AS names
+                            FROM queues WHERE paused),
+-- use: waiting_levels
+due AS (
     SELECT 1
       FROM levels l
      CROSS JOIN LATERAL (
@@ -332,7 +339,10 @@ SELECT EXISTS (
             AND CASE WHEN queue = ANY((SELECT names FROM closed)::text[]) THEN false
                      WHEN %(served)s::text[] IS NULL THEN true
                      ELSE queue = ANY(%(served)s) END
-          LIMIT 1) due)
+          LIMIT 1) found
+     LIMIT 1
+)
+SELECT EXISTS (SELECT 1 FROM due)
 
 -- name: running_in_queues
 SELECT queue, count(*) FROM jobs WHERE state = 'processing' AND queue = ANY(%s) GROUP BY queue
@@ -596,33 +606,12 @@ settings AS (
                     false) AS limited
       FROM queues
 ),
-levels (priority) AS (
-    -- The priorities that jobs wait at, highest first, each found when the pick below asks
-    -- for it: the pick is claim's (see `claim` for why it is shaped so).
-    (SELECT priority FROM jobs WHERE state IN ('pending', 'failed')
-      ORDER BY priority DESC LIMIT 1)
-    UNION ALL
-    SELECT (SELECT j.priority FROM jobs j
-             WHERE j.state IN ('pending', 'failed') AND j.priority < l.priority
-             ORDER BY j.priority DESC LIMIT 1)
-      FROM levels l WHERE l.priority IS NOT NULL
+closed AS (SELECT closed AS names FROM settings),
+wanted AS (
+    SELECT CASE WHEN limited THEN 0 ELSE (SELECT count(*) FROM active) END AS n FROM settings
 ),
-picked AS MATERIALIZED (
-    SELECT due.seq, due.priority, due.run_at
-      FROM levels l
-     CROSS JOIN LATERAL (
-         SELECT seq, priority, run_at FROM jobs
-          WHERE state IN ('pending', 'failed') AND priority = l.priority
-            AND run_at <= %(now)s
-            AND CASE WHEN queue = ANY((SELECT closed FROM settings)::text[]) THEN false
-                     WHEN %(served)s::text[] IS NULL THEN true
-                     ELSE queue = ANY(%(served)s) END
-          ORDER BY run_at, seq
-          LIMIT 256
-            FOR UPDATE SKIP LOCKED) due
-     LIMIT (SELECT CASE WHEN limited THEN 0 ELSE (SELECT count(*) FROM active) END
-              FROM settings)
-),
+-- use: waiting_levels
+-- use: pick_by_level
 numbered AS (
     SELECT seq, row_number() OVER (ORDER BY priority DESC, run_at, seq) AS k FROM picked
 ),
