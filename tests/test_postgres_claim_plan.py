@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from queuectl_tui.bench.backlog import Backlog, load
+from queuectl_tui.bench.backlog import Backlog, analyze, load
 from queuectl_tui.models import JobSpec, Worker, WorkerStatus
 from queuectl_tui.store import Store, open_store
 from queuectl_tui.store.postgres import claims
@@ -41,7 +41,11 @@ def backlog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     load(location, BACKLOG)  # ANALYZEs the jobs table once loaded
     with open_store(location) as store:
         now = store.now()
+        # A small queue a pool may serve alone, behind the big one in claim order.
+        small = [JobSpec(f"small-{n}", "true", 0, now - 1, 0, queue="small") for n in range(20)]
+        store.enqueue_many(small, 0, now)
         store.register_workers([_worker(worker_id, now) for worker_id in WORKERS])
+    analyze(location)  # the statistics see both queues, as autovacuum's would
     yield location
     drop_test_schemas()
 
@@ -74,7 +78,12 @@ def _explain(location: str, sql: str, params: dict[str, Any], mode: str) -> list
 
 
 def _scans_of_jobs(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [node for node in nodes if node.get("Relation Name") == "jobs"]
+    """The nodes that read jobs and ran (a branch for other parameters never does)."""
+    return [
+        node
+        for node in nodes
+        if node.get("Relation Name") == "jobs" and node.get("Actual Loops", 0) > 0
+    ]
 
 
 def _assert_picks_by_index(nodes: list[dict[str, Any]], claimed: int) -> None:
@@ -127,6 +136,33 @@ def test_the_claim_under_a_queue_limit_keeps_the_same_shape(backlog: str, mode: 
     }
     nodes = _explain(backlog, SQL["claim"], params, mode)
     _assert_picks_by_index(nodes, len(WORKERS))
+
+
+@pytest.mark.parametrize("mode", ["force_custom_plan", "force_generic_plan"])
+@pytest.mark.parametrize("served", [["small"], ["small", "other"]])
+def test_a_pool_serving_a_small_queue_walks_past_no_other_queue(
+    backlog: str, mode: str, served: list[str]
+) -> None:
+    with open_store(backlog) as store:
+        now = store.now()
+    params = claims.exchange_parameters([], WORKERS, 1, now, served, {})
+    nodes = _explain(backlog, SQL["exchange"], params, mode)
+    _assert_walks_past_nothing(nodes, len(WORKERS) * len(served))
+    nodes = _explain(backlog, SQL["has_due_work"], {"now": now, "served": served}, mode)
+    _assert_walks_past_nothing(nodes, len(served))
+
+
+def _assert_walks_past_nothing(nodes: list[dict[str, Any]], read_at_most: int) -> None:
+    scans = _scans_of_jobs(nodes)
+    assert {node["Node Type"] for node in scans} <= {"Index Scan", "Index Only Scan", "ModifyTable"}
+    ready = [n for n in scans if n.get("Index Name") in ("jobs_ready", "jobs_queue_ready")]
+    read = sum(
+        (node["Actual Rows"] + node.get("Rows Removed by Filter", 0)) * node["Actual Loops"]
+        for node in ready
+    )
+    assert read <= read_at_most + 10, ready
+    pages = sum(node["Shared Hit Blocks"] + node["Shared Read Blocks"] for node in ready)
+    assert pages <= 60, ready
 
 
 def test_a_pool_serving_named_queues_or_beside_a_paused_one_keeps_the_shape(
@@ -205,3 +241,32 @@ def test_a_store_that_plans_once_keeps_its_plans_on_connections_of_its_own(
             for store in (dispatching, reading)
         ]
     assert modes == ["force_generic_plan", "auto"]
+
+
+def test_a_pool_serving_several_queues_takes_their_jobs_in_one_order(tmp_path: Path) -> None:
+    from queuectl_tui.lifecycle import RetryPolicy
+    from queuectl_tui.models import Action
+
+    location = postgres_location(tmp_path)
+    try:
+        with open_store(location) as store:
+            now = store.now()
+            store.enqueue_many(
+                [
+                    JobSpec("a-early", "true", 0, now - 30, 0, queue="a"),
+                    JobSpec("b-middle", "true", 0, now - 20, 0, queue="b"),
+                    JobSpec("a-late", "true", 0, now - 10, 0, queue="a"),
+                    JobSpec("c-oldest", "true", 0, now - 90, 0, queue="c"),
+                    JobSpec("b-urgent", "true", 3, now - 5, 0, queue="b"),
+                    JobSpec("paused-d", "true", 9, now - 5, 0, queue="d"),
+                ],
+                0,
+                now,
+            )
+            store.set_queue_paused("d", True, now, Action("cli", "t", "h", "pause", "d"))
+            store.register_workers([_worker(worker_id, now) for worker_id in WORKERS])
+            done = store.exchange([], WORKERS, 1, now, RetryPolicy(), queues=["a", "b", "d"])
+    finally:
+        drop_test_schemas()
+    taken = [done.claimed[w].id for w in WORKERS if w in done.claimed]
+    assert taken == ["b-urgent", "a-early", "b-middle", "a-late"]

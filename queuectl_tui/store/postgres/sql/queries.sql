@@ -304,21 +304,42 @@ levels (priority) AS (
 
 -- fragment: pick_by_level
 -- The best due jobs, at most (SELECT n FROM wanted), of queues not in (SELECT names FROM
--- closed) and served (%(served)s NULL: every queue): see `claim`.
+-- closed) and served (%(served)s NULL: every queue): see `claim`. A pool that serves named
+-- queues looks into each of them at each level (a range scan of jobs_queue_ready that stops
+-- at the jobs it locked, at most as many as are wanted), rather than walk past the other
+-- queues' jobs; a level's jobs from several queues are then put in order (those locked and
+-- not taken are free again when the transaction ends).
 picked AS MATERIALIZED (
-    SELECT due.seq, due.priority, due.run_at
-      FROM levels l
-     CROSS JOIN LATERAL (
-         SELECT seq, priority, run_at FROM jobs
-          WHERE state IN ('pending', 'failed') AND priority = l.priority
-            AND run_at <= %(now)s
-            AND CASE WHEN queue = ANY((SELECT names FROM closed)::text[]) THEN false
-                     WHEN %(served)s::text[] IS NULL THEN true
-                     ELSE queue = ANY(%(served)s) END
-          ORDER BY run_at, seq
-          LIMIT 256
-            FOR UPDATE SKIP LOCKED) due
-     LIMIT (SELECT n FROM wanted)
+    (SELECT due.seq, due.priority, due.run_at
+       FROM levels l
+      CROSS JOIN LATERAL (
+          SELECT seq, priority, run_at FROM jobs
+           WHERE state IN ('pending', 'failed') AND priority = l.priority
+             AND run_at <= %(now)s
+             AND CASE WHEN queue = ANY((SELECT names FROM closed)::text[]) THEN false
+                      ELSE true END
+           ORDER BY run_at, seq
+           LIMIT 256
+             FOR UPDATE SKIP LOCKED) due
+      WHERE %(served)s::text[] IS NULL
+      LIMIT (SELECT n FROM wanted))
+    UNION ALL
+    (SELECT due.seq, due.priority, due.run_at
+       FROM levels l
+      CROSS JOIN LATERAL (
+          SELECT taken.seq, taken.priority, taken.run_at
+            FROM unnest(%(served)s::text[]) AS served (name)
+           CROSS JOIN LATERAL (
+               SELECT seq, priority, run_at FROM jobs
+                WHERE queue = served.name AND state IN ('pending', 'failed')
+                  AND priority = l.priority AND run_at <= %(now)s
+                ORDER BY run_at, seq
+                LIMIT (SELECT n FROM wanted)
+                  FOR UPDATE SKIP LOCKED) taken
+           WHERE served.name <> ALL((SELECT names FROM closed)::text[])
+           ORDER BY taken.run_at, taken.seq) due
+      WHERE %(served)s::text[] IS NOT NULL
+      LIMIT (SELECT n FROM wanted))
 ),
 
 -- name: has_due_work
@@ -334,15 +355,29 @@ due AS (
       FROM levels l
      CROSS JOIN LATERAL (
          SELECT 1 FROM jobs
-          WHERE state IN ('pending', 'failed') AND priority = l.priority
+          WHERE %(served)s::text[] IS NULL
+            AND state IN ('pending', 'failed') AND priority = l.priority
             AND run_at <= %(now)s
             AND CASE WHEN queue = ANY((SELECT names FROM closed)::text[]) THEN false
-                     WHEN %(served)s::text[] IS NULL THEN true
-                     ELSE queue = ANY(%(served)s) END
+                     ELSE true END
+          ORDER BY run_at, seq  -- the index's order: a scan of it, not of the table
           LIMIT 1) found
      LIMIT 1
+),
+served_due AS (
+    SELECT 1
+      FROM levels l
+     CROSS JOIN unnest(%(served)s::text[]) AS served (name)
+     CROSS JOIN LATERAL (
+         SELECT 1 FROM jobs
+          WHERE queue = served.name AND state IN ('pending', 'failed')
+            AND priority = l.priority AND run_at <= %(now)s
+          ORDER BY run_at, seq
+          LIMIT 1) found
+     WHERE served.name <> ALL((SELECT names FROM closed)::text[])
+     LIMIT 1
 )
-SELECT EXISTS (SELECT 1 FROM due)
+SELECT EXISTS (SELECT 1 FROM due) OR EXISTS (SELECT 1 FROM served_due)
 
 -- name: running_in_queues
 SELECT queue, count(*) FROM jobs WHERE state = 'processing' AND queue = ANY(%s) GROUP BY queue
