@@ -66,15 +66,30 @@ def _nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 def _explain(location: str, sql: str, params: dict[str, Any], mode: str) -> list[dict[str, Any]]:
-    """The plan's nodes as run (EXPLAIN ANALYZE, rolled back) under plan_cache_mode `mode`:
-    a prepared statement, so that a generic plan is the server's own."""
+    """The plan's nodes as the statement ran (rolled back) under plan_cache_mode `mode`,
+    from auto_explain: an EXPLAIN would plan the parameters in as constants, so a generic
+    plan is only seen as the statement runs."""
+    notices: list[str] = []
     with _connect(location) as conn:
-        conn.execute(f"SET plan_cache_mode = {mode}")
-        rows = conn.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql, params, prepare=True)
-        plan = rows.fetchone()[0]
+        conn.add_notice_handler(lambda notice: notices.append(notice.message_primary or ""))
+        conn.execute("LOAD 'auto_explain'")
+        for setting, value in (
+            ("auto_explain.log_level", "notice"),
+            ("auto_explain.log_min_duration", "0"),
+            ("auto_explain.log_analyze", "on"),
+            ("auto_explain.log_buffers", "on"),
+            ("auto_explain.log_format", "json"),
+            ("plan_cache_mode", mode),
+        ):
+            conn.execute(f"SET {setting} = {value}")
+        conn.execute(sql, params, prepare=True).fetchall()
         conn.rollback()
-    document = plan if isinstance(plan, list) else json.loads(plan)
-    return list(_nodes(document[0]["Plan"]))
+    plans = [json.loads(text.split("plan:", 1)[1]) for text in notices if "plan:" in text]
+    assert len(plans) == 1, notices
+    nodes = list(_nodes(plans[0]["Plan"]))
+    if mode == "force_generic_plan":  # parameters seen as such, not planned in as values
+        assert any("$" in str(node.get("Index Cond", "")) for node in nodes), nodes
+    return nodes
 
 
 def _scans_of_jobs(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -165,21 +180,24 @@ def _assert_walks_past_nothing(nodes: list[dict[str, Any]], read_at_most: int) -
     assert pages <= 60, ready
 
 
-def test_a_pool_serving_named_queues_or_beside_a_paused_one_keeps_the_shape(
-    backlog: str,
-) -> None:
+@pytest.mark.parametrize("mode", ["force_custom_plan", "force_generic_plan"])
+def test_a_paused_queue_among_the_served_ones_is_not_looked_into(backlog: str, mode: str) -> None:
+    """The big queue paused: a pool serving it and the small one reads the small one's jobs
+    alone."""
     with open_store(backlog) as store:
         now = store.now()
-    params = claims.exchange_parameters([], WORKERS, 1, now, ["default", "other"], {})
+    params = claims.exchange_parameters([], WORKERS, 1, now, ["default", "small"], {})
     with _connect(backlog) as conn:
-        conn.execute("INSERT INTO queues (name, paused, updated_at) VALUES ('other', true, 0)")
+        conn.execute("INSERT INTO queues (name, paused, updated_at) VALUES ('default', true, 0)")
         conn.commit()
     try:
-        nodes = _explain(backlog, SQL["exchange"], params, "force_custom_plan")
+        nodes = _explain(backlog, SQL["exchange"], params, mode)
     finally:
         with _connect(backlog) as conn:
-            conn.execute("DELETE FROM queues WHERE name = 'other'")
-    _assert_picks_by_index(nodes, len(WORKERS))
+            conn.execute("DELETE FROM queues WHERE name = 'default'")
+    _assert_walks_past_nothing(nodes, 20)  # the small queue's twenty jobs, no more
+    claimed = [node for node in nodes if node["Node Type"] == "ModifyTable"]
+    assert any(node["Actual Rows"] == len(WORKERS) for node in claimed)
 
 
 def test_claims_go_down_the_priorities_past_jobs_scheduled_later(tmp_path: Path) -> None:
@@ -270,3 +288,64 @@ def test_a_pool_serving_several_queues_takes_their_jobs_in_one_order(tmp_path: P
         drop_test_schemas()
     taken = [done.claimed[w].id for w in WORKERS if w in done.claimed]
     assert taken == ["b-urgent", "a-early", "b-middle", "a-late"]
+
+
+def test_a_claim_from_several_queues_locks_only_what_it_takes(tmp_path: Path) -> None:
+    """While one pool's claim from queues a and b is open, another pool finds every job it
+    did not take: none is held back unclaimed (the other would sleep beside due work)."""
+    from queuectl_tui.lifecycle import RetryPolicy
+
+    location = postgres_location(tmp_path)
+    try:
+        with open_store(location) as store:
+            now = store.now()
+            store.enqueue_many(
+                [
+                    JobSpec(f"{queue}-{n}", "true", 0, now - 10 + n, 0, queue=queue)
+                    for queue in ("a", "b")
+                    for n in range(3)
+                ],
+                0,
+                now,
+            )
+            store.register_workers([_worker(worker_id, now) for worker_id in WORKERS])
+            with _connect(location) as holding:
+                first = claims.claim(holding, WORKERS[:2], 1, now, ["a", "b"])
+                # Still open: its locks are held while the other pool claims.
+                done = store.exchange([], WORKERS[2:6], 1, now, RetryPolicy())
+                holding.rollback()
+    finally:
+        drop_test_schemas()
+    assert [job.id for job in first] == ["a-0", "b-0"]
+    assert sorted(job.id for job in done.claimed.values()) == ["a-1", "a-2", "b-1", "b-2"]
+
+
+def test_a_queue_named_twice_is_served_once(tmp_path: Path) -> None:
+    from queuectl_tui.lifecycle import RetryPolicy
+
+    location = postgres_location(tmp_path)
+    try:
+        with open_store(location) as store:
+            now = store.now()
+            store.enqueue_many(
+                [JobSpec(f"a-{n}", "true", 0, now - 10 + n, 0, queue="a") for n in range(4)],
+                0,
+                now,
+            )
+            store.register_workers([_worker(worker_id, now) for worker_id in WORKERS])
+            done = store.exchange([], WORKERS[:4], 1, now, RetryPolicy(), queues=["a", "a"])
+    finally:
+        drop_test_schemas()
+    assert sorted(job.id for job in done.claimed.values()) == ["a-0", "a-1", "a-2", "a-3"]
+
+
+def test_the_exchange_commits_without_waiting_for_the_wal_flush(backlog: str) -> None:
+    """The engine's bookkeeping, whose loss at most runs a job again (see `exchange`)."""
+    with open_store(backlog) as store:
+        now = store.now()
+    with _connect(backlog) as conn:
+        params = claims.exchange_parameters([], [], 1, now, None, {})
+        conn.execute(SQL["exchange"], params).fetchall()
+        setting = conn.execute("SHOW synchronous_commit").fetchone()[0]
+        conn.rollback()
+    assert setting == "off"

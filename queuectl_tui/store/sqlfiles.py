@@ -28,6 +28,8 @@ def named_statements(path: Path) -> dict[str, str]:
             if name in statements or name in fragments:
                 raise ValueError(f"{path}: two parts are named {name}")
             lines = (statements if heading.re is _NAME else fragments).setdefault(name, [])
+        elif text.startswith("-- use:") and not _USE.fullmatch(text):
+            raise ValueError(f"{path}: not a fragment's name: {text!r}")
         elif text and (not text.startswith("--") or _USE.fullmatch(text)):
             if lines is None:
                 raise ValueError(f"{path}: SQL before the first '-- name:' line")
@@ -35,21 +37,38 @@ def named_statements(path: Path) -> dict[str, str]:
     empty = [name for name, body in {**statements, **fragments}.items() if not body]
     if empty:
         raise ValueError(f"{path}: no SQL under {', '.join(empty)}")
-    return {
-        name: "\n".join(_with_fragments(path, body, fragments)) for name, body in statements.items()
+    used: set[str] = set()
+    expanded = {
+        name: "\n".join(_with_fragments(path, body, fragments, used))
+        for name, body in statements.items()
     }
+    unused = sorted(set(fragments) - used)
+    if unused:
+        raise ValueError(f"{path}: no statement uses {', '.join(unused)}")
+    return expanded
 
 
-def _with_fragments(path: Path, body: list[str], fragments: dict[str, list[str]]) -> list[str]:
+def _with_fragments(
+    path: Path,
+    body: list[str],
+    fragments: dict[str, list[str]],
+    used: set[str],
+    within: tuple[str, ...] = (),
+) -> list[str]:
+    """`body` with each `-- use:` line replaced by its fragment (which may use others)."""
     expanded: list[str] = []
     for line in body:
         use = _USE.fullmatch(line.strip())
         if use is None:
             expanded.append(line)
-        elif use.group(1) not in fragments:
-            raise ValueError(f"{path}: no fragment named {use.group(1)}")
-        else:
-            expanded += fragments[use.group(1)]
+            continue
+        name = use.group(1)
+        if name not in fragments:
+            raise ValueError(f"{path}: no fragment named {name}")
+        if name in within:
+            raise ValueError(f"{path}: fragment {name} uses itself")
+        used.add(name)
+        expanded += _with_fragments(path, fragments[name], fragments, used, (*within, name))
     return expanded
 
 

@@ -18,7 +18,7 @@ from engine_helpers import Queue, clean_env, process_alive, wait_until
 from queuectl_tui.engine.pool import PoolOptions, pool_command
 from queuectl_tui.location import is_url
 from queuectl_tui.models import JobSpec, JobState, Outcome, WorkerStatus
-from queuectl_tui.store import open_store
+from queuectl_tui.store import StoreOptions, open_store
 from queuectl_tui.timeutil import now_ms, to_iso
 
 pytestmark = pytest.mark.slow
@@ -386,7 +386,8 @@ def _registered(location: str, processes: list[subprocess.Popen[bytes]], logs: l
         raise AssertionError(f"a pool exited: {texts}")
     if not Path(location).exists():
         return 0
-    with open_store(location) as store:
+    # Never the one to create it: the pools race for that alone.
+    with open_store(location, StoreOptions(create_at_open=False)) as store:
         return len(store.list_workers(active_only=True))
 
 

@@ -135,13 +135,19 @@ def exchange_parameters(
         "errors": [text(s.error) for s in completed],
         "outputs": [text(s.output) or "" for s in completed],
         "claimants": list(claimants),
-        "served": None if queues is None else list(queues),
+        "served": _served(queues),
         "now": now,
         "pid": pid,
         "touch_ids": list(touched),
         "touch_done": [t.done for t in touched.values()],
         "touch_failed": [t.failed for t in touched.values()],
     }
+
+
+def _served(queues: Sequence[str] | None) -> list[str] | None:
+    """The served queues as the claim statements take them: each once (a queue named twice
+    would be looked into twice, and its jobs picked twice)."""
+    return None if queues is None else list(dict.fromkeys(queues))
 
 
 def claim_under_limits(
@@ -200,7 +206,7 @@ def claim(
     params: dict[str, Any] = {
         "now": now,
         "pid": pid,
-        "served": None if served is None else list(served),
+        "served": _served(served),
         "closed": closed,
     }
     if not any(room.get(name, 0) for name in room):

@@ -304,11 +304,12 @@ levels (priority) AS (
 
 -- fragment: pick_by_level
 -- The best due jobs, at most (SELECT n FROM wanted), of queues not in (SELECT names FROM
--- closed) and served (%(served)s NULL: every queue): see `claim`. A pool that serves named
--- queues looks into each of them at each level (a range scan of jobs_queue_ready that stops
--- at the jobs it locked, at most as many as are wanted), rather than walk past the other
--- queues' jobs; a level's jobs from several queues are then put in order (those locked and
--- not taken are free again when the transaction ends).
+-- closed) and served (%(served)s NULL: every queue): see `claim`. Each job is locked as the
+-- outer LIMIT reads it, so no more are locked than are taken. A pool serving one queue scans
+-- that queue's part of jobs_queue_ready the same way, never walking past other queues' jobs.
+-- One serving several reads, at each level, the first due jobs of each (unlocked), puts
+-- them in order, and locks them one by one in that order; a job another pool holds is
+-- passed over, up to 256 per queue and level.
 picked AS MATERIALIZED (
     (SELECT due.seq, due.priority, due.run_at
        FROM levels l
@@ -327,18 +328,36 @@ picked AS MATERIALIZED (
     (SELECT due.seq, due.priority, due.run_at
        FROM levels l
       CROSS JOIN LATERAL (
-          SELECT taken.seq, taken.priority, taken.run_at
+          SELECT seq, priority, run_at FROM jobs
+           WHERE queue = (%(served)s::text[])[1] AND state IN ('pending', 'failed')
+             AND priority = l.priority AND run_at <= %(now)s
+             AND CASE WHEN queue = ANY((SELECT names FROM closed)::text[]) THEN false
+                      ELSE true END
+           ORDER BY run_at, seq
+           LIMIT 256
+             FOR UPDATE SKIP LOCKED) due
+      WHERE cardinality(%(served)s::text[]) = 1
+      LIMIT (SELECT n FROM wanted))
+    UNION ALL
+    (SELECT due.seq, due.priority, due.run_at
+       FROM levels l
+      CROSS JOIN LATERAL (
+          SELECT first.seq
             FROM unnest(%(served)s::text[]) AS served (name)
            CROSS JOIN LATERAL (
-               SELECT seq, priority, run_at FROM jobs
+               SELECT seq, run_at FROM jobs
                 WHERE queue = served.name AND state IN ('pending', 'failed')
                   AND priority = l.priority AND run_at <= %(now)s
                 ORDER BY run_at, seq
-                LIMIT (SELECT n FROM wanted)
-                  FOR UPDATE SKIP LOCKED) taken
+                LIMIT 256) first
            WHERE served.name <> ALL((SELECT names FROM closed)::text[])
-           ORDER BY taken.run_at, taken.seq) due
-      WHERE %(served)s::text[] IS NOT NULL
+           ORDER BY first.run_at, first.seq) candidate
+      CROSS JOIN LATERAL (
+          SELECT seq, priority, run_at FROM jobs
+           WHERE seq = candidate.seq AND state IN ('pending', 'failed')
+             AND run_at <= %(now)s
+             FOR UPDATE SKIP LOCKED) due
+      WHERE cardinality(%(served)s::text[]) > 1
       LIMIT (SELECT n FROM wanted))
 ),
 
@@ -612,8 +631,8 @@ recorded AS (
 earlier AS (
     -- Runs fenced out because an earlier exchange, whose answer was lost, recorded them:
     -- their attempt is there already (this statement's own inserts are not visible here).
-    -- A scalar subquery, not EXISTS: it is looked up by attempts_job for the runs fenced out
-    -- alone (almost always none), where a semi join may scan every attempt for every run.
+    -- A scalar subquery, not EXISTS: one probe of attempts_job per completed run, where a
+    -- semi join may scan every attempt for every run.
     SELECT s.seq FROM input s
      WHERE NOT EXISTS (SELECT 1 FROM done d WHERE d.seq = s.seq)
        AND (SELECT 1 FROM attempts a
@@ -679,6 +698,7 @@ touched AS (
 )
 SELECT head.limited, head.settled, c.*
   FROM (SELECT (SELECT limited FROM settings) AS limited,
-               ARRAY(SELECT seq FROM done UNION ALL SELECT seq FROM earlier) AS settled,
-               (SELECT off FROM sync) AS sync_off) head
+               ARRAY(SELECT seq FROM done UNION ALL SELECT seq FROM earlier) AS settled) head
   LEFT JOIN claimed c ON true
+ -- A condition, not a column: a column nothing reads is planned away, and set_config with it.
+ WHERE (SELECT off FROM sync) IS NOT NULL
