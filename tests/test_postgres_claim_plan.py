@@ -349,3 +349,69 @@ def test_the_exchange_commits_without_waiting_for_the_wal_flush(backlog: str) ->
         setting = conn.execute("SHOW synchronous_commit").fetchone()[0]
         conn.rollback()
     assert setting == "off"
+
+
+@pytest.mark.parametrize("served", [None, ["a"], ["a", "b"]])
+def test_below_thirty_two_levels_the_claim_walks_the_index_and_finds_every_job(
+    tmp_path: Path, served: list[str] | None
+) -> None:
+    """Forty priorities with a job scheduled later each, above the due ones: the levels are
+    looked at 32 at a time and the rest walked, and no due job is missed."""
+    from queuectl_tui.lifecycle import RetryPolicy
+
+    location = postgres_location(tmp_path)
+    hour = 3_600_000
+    try:
+        with open_store(location) as store:
+            now = store.now()
+            later = [JobSpec(f"later-{p}", "true", 100 + p, now + hour, 0) for p in range(40)]
+            due = [
+                JobSpec("a-high", "true", -1, now - 5, 0, queue="a"),
+                JobSpec("b-high", "true", -1, now - 4, 0, queue="b"),
+                JobSpec("a-low", "true", -2, now - 9, 0, queue="a"),
+                JobSpec("c-other", "true", -1, now - 9, 0, queue="c"),
+            ]
+            store.enqueue_many(later + due, 0, now)
+            assert store.has_due_work(now, served)
+            store.register_workers([_worker(worker_id, now) for worker_id in WORKERS])
+            done = store.exchange([], WORKERS, 1, now, RetryPolicy(), queues=served)
+            assert not store.has_due_work(now, served)
+    finally:
+        drop_test_schemas()
+    taken = [done.claimed[w].id for w in WORKERS if w in done.claimed]
+    expected = {
+        None: ["c-other", "a-high", "b-high", "a-low"],
+        ("a",): ["a-high", "a-low"],
+        ("a", "b"): ["a-high", "b-high", "a-low"],
+    }
+    assert taken == expected[None if served is None else tuple(served)]
+
+
+@pytest.mark.parametrize("served", [None, ["default"], ["default", "other"]])
+def test_thousands_of_priorities_scheduled_later_cost_a_claim_a_few_pages(
+    tmp_path: Path, served: list[str] | None
+) -> None:
+    location = postgres_location(tmp_path)
+    try:
+        with open_store(location) as store:
+            now = store.now()
+            later = [JobSpec(f"l-{p}", "true", 10 + p, now + 3_600_000, 0) for p in range(2_000)]
+            due = [JobSpec(f"d-{n}", "true", 0, now - 100, 0) for n in range(50)]
+            store.enqueue_many(later + due, 0, now)
+            store.register_workers([_worker(worker_id, now) for worker_id in WORKERS])
+        analyze(location)
+        params = claims.exchange_parameters([], WORKERS, 1, now, served, {})
+        nodes = _explain(location, SQL["exchange"], params, "force_generic_plan")
+    finally:
+        drop_test_schemas()
+    claimed = [node for node in nodes if node["Node Type"] == "ModifyTable"]
+    assert any(node["Actual Rows"] == len(WORKERS) for node in claimed)
+    ready = [
+        node
+        for node in _scans_of_jobs(nodes)
+        if node.get("Index Name") in ("jobs_ready", "jobs_queue_ready")
+    ]
+    # 32 levels' seeks and scans, then one walk of the index past the rest: a level per seek
+    # all the way down read a few pages for each of the 2,000.
+    pages = sum(node["Shared Hit Blocks"] + node["Shared Read Blocks"] for node in ready)
+    assert pages <= 400, pages

@@ -291,15 +291,23 @@ RETURNING j.*
 
 -- fragment: waiting_levels
 -- The priorities that jobs wait at, highest first, each found by one seek in jobs_ready when
--- the pick asks for the next (a recursive CTE is evaluated as far as it is read).
-levels (priority) AS (
-    (SELECT priority FROM jobs WHERE state IN ('pending', 'failed')
+-- the pick asks for the next (a recursive CTE is evaluated as far as it is read); at most
+-- 32 of them, so that thousands of distinct priorities cost no more than 32 seeks: below the
+-- last (`beyond`), the picks walk the ready index in claim order instead.
+levels (priority, depth) AS (
+    (SELECT priority, 1 FROM jobs WHERE state IN ('pending', 'failed')
       ORDER BY priority DESC LIMIT 1)
     UNION ALL
     SELECT (SELECT j.priority FROM jobs j
              WHERE j.state IN ('pending', 'failed') AND j.priority < l.priority
-             ORDER BY j.priority DESC LIMIT 1)
-      FROM levels l WHERE l.priority IS NOT NULL
+             ORDER BY j.priority DESC LIMIT 1),
+           l.depth + 1
+      FROM levels l WHERE l.priority IS NOT NULL AND l.depth < 32
+),
+beyond (priority) AS (
+    -- NULL when the levels above ended on their own: every priority was looked at.
+    SELECT CASE WHEN count(*) = 32 AND bool_and(priority IS NOT NULL) THEN min(priority) END
+      FROM levels
 ),
 
 -- fragment: pick_by_level
@@ -309,49 +317,85 @@ levels (priority) AS (
 -- that queue's part of jobs_queue_ready the same way, never walking past other queues' jobs.
 -- One serving several reads, at each level, the first due jobs of each (unlocked), puts
 -- them in order, and locks them one by one in that order; a job another pool holds is
--- passed over, up to 256 per queue and level.
+-- passed over, up to 256 per queue and level. Below the levels looked at (`beyond`), each
+-- walks its index in claim order, past jobs scheduled later.
 picked AS MATERIALIZED (
     (SELECT due.seq, due.priority, due.run_at
-       FROM levels l
-      CROSS JOIN LATERAL (
-          SELECT seq, priority, run_at FROM jobs
-           WHERE state IN ('pending', 'failed') AND priority = l.priority
-             AND run_at <= %(now)s
-             AND CASE WHEN queue = ANY((SELECT names FROM closed)::text[]) THEN false
-                      ELSE true END
-           ORDER BY run_at, seq
-           LIMIT 256
-             FOR UPDATE SKIP LOCKED) due
+       FROM (SELECT found.seq, found.priority, found.run_at
+               FROM levels l
+              CROSS JOIN LATERAL (
+                  SELECT seq, priority, run_at FROM jobs
+                   WHERE state IN ('pending', 'failed') AND priority = l.priority
+                     AND run_at <= %(now)s
+                     AND CASE WHEN queue = ANY((SELECT names FROM closed)::text[]) THEN false
+                              ELSE true END
+                   ORDER BY run_at, seq
+                   LIMIT 256
+                     FOR UPDATE SKIP LOCKED) found
+             UNION ALL
+             SELECT * FROM (
+                 SELECT seq, priority, run_at FROM jobs
+                  WHERE state IN ('pending', 'failed') AND priority < (SELECT priority FROM beyond)
+                    AND run_at <= %(now)s
+                    AND CASE WHEN queue = ANY((SELECT names FROM closed)::text[]) THEN false
+                             ELSE true END
+                  ORDER BY priority DESC, run_at, seq
+                  LIMIT 256
+                    FOR UPDATE SKIP LOCKED) below) due
       WHERE %(served)s::text[] IS NULL
       LIMIT (SELECT n FROM wanted))
     UNION ALL
     (SELECT due.seq, due.priority, due.run_at
-       FROM levels l
-      CROSS JOIN LATERAL (
-          SELECT seq, priority, run_at FROM jobs
-           WHERE queue = (%(served)s::text[])[1] AND state IN ('pending', 'failed')
-             AND priority = l.priority AND run_at <= %(now)s
-             AND CASE WHEN queue = ANY((SELECT names FROM closed)::text[]) THEN false
-                      ELSE true END
-           ORDER BY run_at, seq
-           LIMIT 256
-             FOR UPDATE SKIP LOCKED) due
+       FROM (SELECT found.seq, found.priority, found.run_at
+               FROM levels l
+              CROSS JOIN LATERAL (
+                  SELECT seq, priority, run_at FROM jobs
+                   WHERE queue = (%(served)s::text[])[1] AND state IN ('pending', 'failed')
+                     AND priority = l.priority AND run_at <= %(now)s
+                     AND CASE WHEN queue = ANY((SELECT names FROM closed)::text[]) THEN false
+                              ELSE true END
+                   ORDER BY run_at, seq
+                   LIMIT 256
+                     FOR UPDATE SKIP LOCKED) found
+             UNION ALL
+             SELECT * FROM (
+                 SELECT seq, priority, run_at FROM jobs
+                  WHERE queue = (%(served)s::text[])[1] AND state IN ('pending', 'failed')
+                    AND priority < (SELECT priority FROM beyond) AND run_at <= %(now)s
+                    AND CASE WHEN queue = ANY((SELECT names FROM closed)::text[]) THEN false
+                             ELSE true END
+                  ORDER BY priority DESC, run_at, seq
+                  LIMIT 256
+                    FOR UPDATE SKIP LOCKED) below) due
       WHERE cardinality(%(served)s::text[]) = 1
       LIMIT (SELECT n FROM wanted))
     UNION ALL
     (SELECT due.seq, due.priority, due.run_at
-       FROM levels l
-      CROSS JOIN LATERAL (
-          SELECT first.seq
-            FROM unnest(%(served)s::text[]) AS served (name)
-           CROSS JOIN LATERAL (
-               SELECT seq, run_at FROM jobs
-                WHERE queue = served.name AND state IN ('pending', 'failed')
-                  AND priority = l.priority AND run_at <= %(now)s
-                ORDER BY run_at, seq
-                LIMIT 256) first
-           WHERE served.name <> ALL((SELECT names FROM closed)::text[])
-           ORDER BY first.run_at, first.seq) candidate
+       FROM (SELECT level.seq
+               FROM levels l
+              CROSS JOIN LATERAL (
+                  SELECT first.seq
+                    FROM unnest(%(served)s::text[]) AS served (name)
+                   CROSS JOIN LATERAL (
+                       SELECT seq, run_at FROM jobs
+                        WHERE queue = served.name AND state IN ('pending', 'failed')
+                          AND priority = l.priority AND run_at <= %(now)s
+                        ORDER BY run_at, seq
+                        LIMIT 256) first
+                   WHERE served.name <> ALL((SELECT names FROM closed)::text[])
+                   ORDER BY first.run_at, first.seq) level
+             UNION ALL
+             SELECT * FROM (
+                 SELECT first.seq
+                   FROM unnest(%(served)s::text[]) AS served (name)
+                  CROSS JOIN LATERAL (
+                      SELECT seq, priority, run_at FROM jobs
+                       WHERE queue = served.name AND state IN ('pending', 'failed')
+                         AND priority < (SELECT priority FROM beyond) AND run_at <= %(now)s
+                       ORDER BY priority DESC, run_at, seq
+                       LIMIT 256) first
+                  WHERE served.name <> ALL((SELECT names FROM closed)::text[])
+                  ORDER BY first.priority DESC, first.run_at, first.seq) below) candidate
       CROSS JOIN LATERAL (
           SELECT seq, priority, run_at FROM jobs
            WHERE seq = candidate.seq AND state IN ('pending', 'failed')
@@ -369,6 +413,10 @@ picked AS MATERIALIZED (
 WITH RECURSIVE closed AS (SELECT coalesce(array_agg(name), '{}') AS names
                             FROM queues WHERE paused),
 -- use: waiting_levels
+open_served (name) AS (
+    SELECT name FROM unnest(%(served)s::text[]) AS served (name)
+     WHERE name <> ALL((SELECT names FROM closed)::text[])
+),
 due AS (
     SELECT 1
       FROM levels l
@@ -381,22 +429,37 @@ due AS (
                      ELSE true END
           ORDER BY run_at, seq  -- the index's order: a scan of it, not of the table
           LIMIT 1) found
-     LIMIT 1
-),
-served_due AS (
+    UNION ALL
     SELECT 1
       FROM levels l
-     CROSS JOIN unnest(%(served)s::text[]) AS served (name)
+     CROSS JOIN open_served served
      CROSS JOIN LATERAL (
          SELECT 1 FROM jobs
           WHERE queue = served.name AND state IN ('pending', 'failed')
             AND priority = l.priority AND run_at <= %(now)s
           ORDER BY run_at, seq
           LIMIT 1) found
-     WHERE served.name <> ALL((SELECT names FROM closed)::text[])
-     LIMIT 1
+    UNION ALL
+    SELECT 1 FROM (
+        SELECT 1 FROM jobs
+         WHERE %(served)s::text[] IS NULL
+           AND state IN ('pending', 'failed') AND priority < (SELECT priority FROM beyond)
+           AND run_at <= %(now)s
+           AND CASE WHEN queue = ANY((SELECT names FROM closed)::text[]) THEN false
+                    ELSE true END
+         ORDER BY priority DESC, run_at, seq
+         LIMIT 1) below
+    UNION ALL
+    SELECT 1
+      FROM open_served served
+     CROSS JOIN LATERAL (
+         SELECT 1 FROM jobs
+          WHERE queue = served.name AND state IN ('pending', 'failed')
+            AND priority < (SELECT priority FROM beyond) AND run_at <= %(now)s
+          ORDER BY priority DESC, run_at, seq
+          LIMIT 1) below
 )
-SELECT EXISTS (SELECT 1 FROM due) OR EXISTS (SELECT 1 FROM served_due)
+SELECT EXISTS (SELECT 1 FROM due)
 
 -- name: running_in_queues
 SELECT queue, count(*) FROM jobs WHERE state = 'processing' AND queue = ANY(%s) GROUP BY queue
