@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from store_helpers import register
 
 from queuectl_tui.bench.backlog import Backlog, analyze, load
-from queuectl_tui.models import JobSpec, Worker, WorkerStatus
+from queuectl_tui.lifecycle import RetryPolicy
+from queuectl_tui.models import Action, JobSpec
 from queuectl_tui.store import Store, open_store
 from queuectl_tui.store.postgres import claims
 from queuectl_tui.store.postgres.statements import SQL
@@ -44,14 +46,29 @@ def backlog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         # A small queue a pool may serve alone, behind the big one in claim order.
         small = [JobSpec(f"small-{n}", "true", 0, now - 1, 0, queue="small") for n in range(20)]
         store.enqueue_many(small, 0, now)
-        store.register_workers([_worker(worker_id, now) for worker_id in WORKERS])
+        register(store, *WORKERS, now=now)
     analyze(location)  # the statistics see both queues, as autovacuum's would
     yield location
     drop_test_schemas()
 
 
-def _worker(worker_id: str, now: int) -> Worker:
-    return Worker(worker_id, "plan", 1, "plan", WorkerStatus.IDLE, now, now, None, None, 0, 0)
+@pytest.fixture
+def fresh(tmp_path: Path) -> Iterator[Store]:
+    """A new queue of its own, its workers registered; dropped afterwards."""
+    try:
+        with open_store(postgres_location(tmp_path)) as store:
+            register(store, *WORKERS, now=store.now())
+            yield store
+    finally:
+        drop_test_schemas()
+
+
+def _taken(
+    store: Store, queues: list[str] | None = None, claimants: list[str] = WORKERS
+) -> list[str]:
+    """The ids one exchange claims for `claimants`, in their order."""
+    done = store.exchange([], claimants, 1, store.now(), RetryPolicy(), queues=queues)
+    return [done.claimed[worker].id for worker in claimants if worker in done.claimed]
 
 
 def _connect(location: str) -> Any:
@@ -200,40 +217,24 @@ def test_a_paused_queue_among_the_served_ones_is_not_looked_into(backlog: str, m
     assert any(node["Actual Rows"] == len(WORKERS) for node in claimed)
 
 
-def test_claims_go_down_the_priorities_past_jobs_scheduled_later(tmp_path: Path) -> None:
-    location = postgres_location(tmp_path)
-    try:
-        with open_store(location) as store:
-            now = store.now()
-            hour = 3_600_000
-            store.enqueue_many(
-                [JobSpec(f"later-{n}", "true", 9, now + hour, 0) for n in range(5)]
-                + [JobSpec(f"high-{n}", "true", 5, now - 2, 0) for n in range(3)]
-                + [JobSpec(f"mid-{n}", "true", 1, now - 1 - n, 0) for n in range(3)]
-                + [JobSpec(f"low-{n}", "true", -4, now - 5, 0) for n in range(6)],
-                0,
-                now,
-            )
-            store.register_workers([_worker(worker_id, now) for worker_id in WORKERS])
-            taken = _claim_all(store, now)
-    finally:
-        drop_test_schemas()
+def test_claims_go_down_the_priorities_past_jobs_scheduled_later(fresh: Store) -> None:
+    now, hour = fresh.now(), 3_600_000
+    fresh.enqueue_many(
+        [JobSpec(f"later-{n}", "true", 9, now + hour, 0) for n in range(5)]
+        + [JobSpec(f"high-{n}", "true", 5, now - 2, 0) for n in range(3)]
+        + [JobSpec(f"mid-{n}", "true", 1, now - 1 - n, 0) for n in range(3)]
+        + [JobSpec(f"low-{n}", "true", -4, now - 5, 0) for n in range(6)],
+        0,
+        now,
+    )
     # Best first: priority, then run_at, then creation; nothing not yet due.
-    assert taken == [
+    assert _taken(fresh) == [
         *(f"high-{n}" for n in range(3)),
         "mid-2",
         "mid-1",
         "mid-0",
         *(f"low-{n}" for n in range(4)),
     ]
-
-
-def _claim_all(store: Store, now: int) -> list[str]:
-    from queuectl_tui.lifecycle import RetryPolicy
-
-    done = store.exchange([], WORKERS, 1, now, RetryPolicy())
-    by_worker = done.claimed
-    return [by_worker[worker_id].id for worker_id in WORKERS if worker_id in by_worker]
 
 
 @pytest.mark.parametrize("mode", ["force_custom_plan", "force_generic_plan"])
@@ -261,82 +262,52 @@ def test_a_store_that_plans_once_keeps_its_plans_on_connections_of_its_own(
     assert modes == ["force_generic_plan", "auto"]
 
 
-def test_a_pool_serving_several_queues_takes_their_jobs_in_one_order(tmp_path: Path) -> None:
-    from queuectl_tui.lifecycle import RetryPolicy
-    from queuectl_tui.models import Action
-
-    location = postgres_location(tmp_path)
-    try:
-        with open_store(location) as store:
-            now = store.now()
-            store.enqueue_many(
-                [
-                    JobSpec("a-early", "true", 0, now - 30, 0, queue="a"),
-                    JobSpec("b-middle", "true", 0, now - 20, 0, queue="b"),
-                    JobSpec("a-late", "true", 0, now - 10, 0, queue="a"),
-                    JobSpec("c-oldest", "true", 0, now - 90, 0, queue="c"),
-                    JobSpec("b-urgent", "true", 3, now - 5, 0, queue="b"),
-                    JobSpec("paused-d", "true", 9, now - 5, 0, queue="d"),
-                ],
-                0,
-                now,
-            )
-            store.set_queue_paused("d", True, now, Action("cli", "t", "h", "pause", "d"))
-            store.register_workers([_worker(worker_id, now) for worker_id in WORKERS])
-            done = store.exchange([], WORKERS, 1, now, RetryPolicy(), queues=["a", "b", "d"])
-    finally:
-        drop_test_schemas()
-    taken = [done.claimed[w].id for w in WORKERS if w in done.claimed]
-    assert taken == ["b-urgent", "a-early", "b-middle", "a-late"]
+def test_a_pool_serving_several_queues_takes_their_jobs_in_one_order(fresh: Store) -> None:
+    now = fresh.now()
+    fresh.enqueue_many(
+        [
+            JobSpec("a-early", "true", 0, now - 30, 0, queue="a"),
+            JobSpec("b-middle", "true", 0, now - 20, 0, queue="b"),
+            JobSpec("a-late", "true", 0, now - 10, 0, queue="a"),
+            JobSpec("c-oldest", "true", 0, now - 90, 0, queue="c"),
+            JobSpec("b-urgent", "true", 3, now - 5, 0, queue="b"),
+            JobSpec("paused-d", "true", 9, now - 5, 0, queue="d"),
+        ],
+        0,
+        now,
+    )
+    fresh.set_queue_paused("d", True, now, Action("cli", "t", "h", "pause", "d"))
+    assert _taken(fresh, ["a", "b", "d"]) == ["b-urgent", "a-early", "b-middle", "a-late"]
 
 
-def test_a_claim_from_several_queues_locks_only_what_it_takes(tmp_path: Path) -> None:
+def test_a_claim_from_several_queues_locks_only_what_it_takes(fresh: Store) -> None:
     """While one pool's claim from queues a and b is open, another pool finds every job it
     did not take: none is held back unclaimed (the other would sleep beside due work)."""
-    from queuectl_tui.lifecycle import RetryPolicy
-
-    location = postgres_location(tmp_path)
-    try:
-        with open_store(location) as store:
-            now = store.now()
-            store.enqueue_many(
-                [
-                    JobSpec(f"{queue}-{n}", "true", 0, now - 10 + n, 0, queue=queue)
-                    for queue in ("a", "b")
-                    for n in range(3)
-                ],
-                0,
-                now,
-            )
-            store.register_workers([_worker(worker_id, now) for worker_id in WORKERS])
-            with _connect(location) as holding:
-                first = claims.claim(holding, WORKERS[:2], 1, now, ["a", "b"])
-                # Still open: its locks are held while the other pool claims.
-                done = store.exchange([], WORKERS[2:6], 1, now, RetryPolicy())
-                holding.rollback()
-    finally:
-        drop_test_schemas()
+    now = fresh.now()
+    fresh.enqueue_many(
+        [
+            JobSpec(f"{queue}-{n}", "true", 0, now - 10 + n, 0, queue=queue)
+            for queue in ("a", "b")
+            for n in range(3)
+        ],
+        0,
+        now,
+    )
+    with _connect(fresh.location) as holding:  # type: ignore[attr-defined]
+        first = claims.claim(holding, WORKERS[:2], 1, now, ["a", "b"])
+        # Still open: its locks are held while the other pool claims.
+        others = _taken(fresh, claimants=WORKERS[2:6])
+        holding.rollback()
     assert [job.id for job in first] == ["a-0", "b-0"]
-    assert sorted(job.id for job in done.claimed.values()) == ["a-1", "a-2", "b-1", "b-2"]
+    assert sorted(others) == ["a-1", "a-2", "b-1", "b-2"]
 
 
-def test_a_queue_named_twice_is_served_once(tmp_path: Path) -> None:
-    from queuectl_tui.lifecycle import RetryPolicy
-
-    location = postgres_location(tmp_path)
-    try:
-        with open_store(location) as store:
-            now = store.now()
-            store.enqueue_many(
-                [JobSpec(f"a-{n}", "true", 0, now - 10 + n, 0, queue="a") for n in range(4)],
-                0,
-                now,
-            )
-            store.register_workers([_worker(worker_id, now) for worker_id in WORKERS])
-            done = store.exchange([], WORKERS[:4], 1, now, RetryPolicy(), queues=["a", "a"])
-    finally:
-        drop_test_schemas()
-    assert sorted(job.id for job in done.claimed.values()) == ["a-0", "a-1", "a-2", "a-3"]
+def test_a_queue_named_twice_is_served_once(fresh: Store) -> None:
+    now = fresh.now()
+    fresh.enqueue_many(
+        [JobSpec(f"a-{n}", "true", 0, now - 10 + n, 0, queue="a") for n in range(4)], 0, now
+    )
+    assert sorted(_taken(fresh, ["a", "a"], WORKERS[:4])) == ["a-0", "a-1", "a-2", "a-3"]
 
 
 def test_the_exchange_commits_without_waiting_for_the_wal_flush(backlog: str) -> None:
@@ -353,32 +324,22 @@ def test_the_exchange_commits_without_waiting_for_the_wal_flush(backlog: str) ->
 
 @pytest.mark.parametrize("served", [None, ["a"], ["a", "b"]])
 def test_below_thirty_two_levels_the_claim_walks_the_index_and_finds_every_job(
-    tmp_path: Path, served: list[str] | None
+    fresh: Store, served: list[str] | None
 ) -> None:
     """Forty priorities with a job scheduled later each, above the due ones: the levels are
     looked at 32 at a time and the rest walked, and no due job is missed."""
-    from queuectl_tui.lifecycle import RetryPolicy
-
-    location = postgres_location(tmp_path)
-    hour = 3_600_000
-    try:
-        with open_store(location) as store:
-            now = store.now()
-            later = [JobSpec(f"later-{p}", "true", 100 + p, now + hour, 0) for p in range(40)]
-            due = [
-                JobSpec("a-high", "true", -1, now - 5, 0, queue="a"),
-                JobSpec("b-high", "true", -1, now - 4, 0, queue="b"),
-                JobSpec("a-low", "true", -2, now - 9, 0, queue="a"),
-                JobSpec("c-other", "true", -1, now - 9, 0, queue="c"),
-            ]
-            store.enqueue_many(later + due, 0, now)
-            assert store.has_due_work(now, served)
-            store.register_workers([_worker(worker_id, now) for worker_id in WORKERS])
-            done = store.exchange([], WORKERS, 1, now, RetryPolicy(), queues=served)
-            assert not store.has_due_work(now, served)
-    finally:
-        drop_test_schemas()
-    taken = [done.claimed[w].id for w in WORKERS if w in done.claimed]
+    now, hour = fresh.now(), 3_600_000
+    later = [JobSpec(f"later-{p}", "true", 100 + p, now + hour, 0) for p in range(40)]
+    due = [
+        JobSpec("a-high", "true", -1, now - 5, 0, queue="a"),
+        JobSpec("b-high", "true", -1, now - 4, 0, queue="b"),
+        JobSpec("a-low", "true", -2, now - 9, 0, queue="a"),
+        JobSpec("c-other", "true", -1, now - 9, 0, queue="c"),
+    ]
+    fresh.enqueue_many(later + due, 0, now)
+    assert fresh.has_due_work(now, served)
+    taken = _taken(fresh, served)
+    assert not fresh.has_due_work(now, served)
     expected = {
         None: ["c-other", "a-high", "b-high", "a-low"],
         ("a",): ["a-high", "a-low"],
@@ -389,21 +350,15 @@ def test_below_thirty_two_levels_the_claim_walks_the_index_and_finds_every_job(
 
 @pytest.mark.parametrize("served", [None, ["default"], ["default", "other"]])
 def test_thousands_of_priorities_scheduled_later_cost_a_claim_a_few_pages(
-    tmp_path: Path, served: list[str] | None
+    fresh: Store, served: list[str] | None
 ) -> None:
-    location = postgres_location(tmp_path)
-    try:
-        with open_store(location) as store:
-            now = store.now()
-            later = [JobSpec(f"l-{p}", "true", 10 + p, now + 3_600_000, 0) for p in range(2_000)]
-            due = [JobSpec(f"d-{n}", "true", 0, now - 100, 0) for n in range(50)]
-            store.enqueue_many(later + due, 0, now)
-            store.register_workers([_worker(worker_id, now) for worker_id in WORKERS])
-        analyze(location)
-        params = claims.exchange_parameters([], WORKERS, 1, now, served, {})
-        nodes = _explain(location, SQL["exchange"], params, "force_generic_plan")
-    finally:
-        drop_test_schemas()
+    now, location = fresh.now(), fresh.location  # type: ignore[attr-defined]
+    later = [JobSpec(f"l-{p}", "true", 10 + p, now + 3_600_000, 0) for p in range(2_000)]
+    due = [JobSpec(f"d-{n}", "true", 0, now - 100, 0) for n in range(50)]
+    fresh.enqueue_many(later + due, 0, now)
+    analyze(location)
+    params = claims.exchange_parameters([], WORKERS, 1, now, served, {})
+    nodes = _explain(location, SQL["exchange"], params, "force_generic_plan")
     claimed = [node for node in nodes if node["Node Type"] == "ModifyTable"]
     assert any(node["Actual Rows"] == len(WORKERS) for node in claimed)
     ready = [

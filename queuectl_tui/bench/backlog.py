@@ -19,7 +19,7 @@ from ..store import Store, StoreOptions, open_store
 from ..store.base import Settlement
 from .places import Places
 from .pool_process import PoolProcess
-from .scenarios import Measure
+from .scenarios import Measure, wait_for_completion
 
 BATCH = 100_000
 HOUR_MS = 3_600_000
@@ -154,18 +154,10 @@ def drain_rate(places: Places, location: str, workers: int, timeout: float = 600
     """Jobs/s of a real pool of `workers` on the backlog at `location`, over DRAIN_TIMED
     jobs once it has run DRAIN_WARMUP (counted from what was completed before it started)."""
     log = places.folder / f"drain-{len(places.made)}.log"
-    deadline = time.monotonic() + timeout
     with open_store(location) as store:
         before = store.counts()[JobState.COMPLETED]
         with PoolProcess(location, workers, log):
-            began_at = _when_completed(store, before + DRAIN_WARMUP, deadline)
-            ended_at = _when_completed(store, before + DRAIN_WARMUP + DRAIN_TIMED, deadline)
-    return DRAIN_TIMED / max(0.001, ended_at - began_at)
-
-
-def _when_completed(store: Store, jobs: int, deadline: float) -> float:
-    while store.counts()[JobState.COMPLETED] < jobs:
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"the pool did not complete {jobs} jobs in time")
-        time.sleep(0.005)
-    return time.monotonic()
+            wait_for_completion(store, before + DRAIN_WARMUP, timeout)
+            began_at = time.monotonic()
+            wait_for_completion(store, before + DRAIN_WARMUP + DRAIN_TIMED, timeout)
+    return DRAIN_TIMED / max(0.001, time.monotonic() - began_at)

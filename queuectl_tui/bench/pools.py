@@ -8,11 +8,10 @@ import statistics
 import time
 from contextlib import ExitStack
 
-from ..models import JobSpec, JobState
 from ..store import open_store
 from .places import Places
 from .pool_process import PoolProcess
-from .scenarios import Measure, wait_for_completion
+from .scenarios import Measure, bulk_loaded_rate
 
 POOL_COUNTS = (1, 2, 4)
 
@@ -46,13 +45,4 @@ def _rate(places: Places, pools: int, jobs: int, workers: int, round_number: int
             log = places.folder / f"pools-{pools}-{round_number}-{number}.log"
             running.enter_context(PoolProcess(location, workers, log))
         time.sleep(0.5)  # every pool idle, waiting for work
-        enqueued_at = store.now()
-        store.enqueue_many(
-            [JobSpec(f"pools-{n}", "true", 0, None, 0) for n in range(jobs)], 0, enqueued_at
-        )
-        wait_for_completion(store, jobs, timeout=max(120.0, jobs / 10))
-        finished = [
-            job.finished_at or 0
-            for job in store.list_jobs(JobState.COMPLETED, limit=jobs, newest_first=True)
-        ]
-    return jobs / max(0.001, (max(finished) - enqueued_at) / 1000)
+        return bulk_loaded_rate(store, "pools-", jobs, done_before=0)

@@ -257,7 +257,7 @@ def _percentile(sorted_values: list[float], fraction: float) -> float:
     return sorted_values[min(len(sorted_values) - 1, int(fraction * len(sorted_values)))]
 
 
-def _bulk_loaded_rate(store: Store, prefix: str, jobs: int, done_before: int) -> float:
+def bulk_loaded_rate(store: Store, prefix: str, jobs: int, done_before: int) -> float:
     """Jobs/s of `jobs` trivial jobs enqueued at once, from the commit to the last finish."""
     enqueued_at = store.now()
     store.enqueue_many(
@@ -346,7 +346,7 @@ def mixed(places: Places, jobs: int, workers: int, rounds: int = 1) -> list[Meas
         time.sleep(0.5)
         done = 0
         for number in range(rounds):
-            capacity.append(_bulk_loaded_rate(store, f"mixed-{number}-bulk-", jobs, done))
+            capacity.append(bulk_loaded_rate(store, f"mixed-{number}-bulk-", jobs, done))
             done += jobs
             time.sleep(0.2)
             pace = 0.8 * capacity[-1]
