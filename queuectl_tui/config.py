@@ -146,6 +146,8 @@ ACCESS_SETTINGS: tuple[SettingSpec, ...] = (
     ),
 )
 
+OUTPUT_STREAMS = ("separate", "merged")
+
 SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec(
         "database",
@@ -227,6 +229,17 @@ SETTINGS: tuple[SettingSpec, ...] = (
         0,
         64 * 1024 * 1024,
         "bytes of output kept per attempt (the tail is kept)",
+        applies=NEXT_RUN,
+    ),
+    SettingSpec(
+        "output_streams",
+        str,
+        None,
+        None,
+        "'separate': stdout and stderr on pipes of their own, told apart in live output (lines "
+        "both print within one moment may be stored in either order); 'merged': one pipe, "
+        "their exact order kept, all shown as stdout",
+        check=lambda text: _one_of(text, "output-streams", OUTPUT_STREAMS),
         applies=NEXT_RUN,
     ),
     SettingSpec(
@@ -399,6 +412,7 @@ class Settings:
     hung_pool_timeout: float = 0.0  # 0: HUNG_POOL_FACTOR x stale_worker_timeout
     default_workers: int = 1
     output_limit: int = 65536
+    output_streams: str = "separate"
     kill_grace: float = 2.0
     file_mode: int = 600
     keep_completed_days: float = 7.0
@@ -458,6 +472,12 @@ def _location(text: str) -> str:
         return normalise(text)
     except ConfigurationError as error:
         raise ConfigError(str(error)) from None
+
+
+def _one_of(text: str, name: str, choices: tuple[str, ...]) -> str:
+    if text not in choices:
+        raise ConfigError(f"{name} must be " + " or ".join(repr(c) for c in choices))
+    return text
 
 
 def parse_queue_limits(text: str) -> dict[str, int]:

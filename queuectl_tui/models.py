@@ -182,6 +182,36 @@ class Attempt:
         }
 
 
+class Stream(str, Enum):
+    """Which of a command's output streams a piece of its output came from."""
+
+    STDOUT = "stdout"
+    STDERR = "stderr"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
+class OutputChunk:
+    """A piece of a run's output, stored while the run goes on (live output)."""
+
+    seq: int  # 0, 1, 2… within the run
+    stream: Stream
+    text: str
+    at: int  # when the pool read it (ms)
+    byte_offset: int  # bytes of the run's output (both streams) before this piece
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "stream": self.stream.value,
+            "text": self.text,
+            "at": to_iso(self.at),
+            "byte_offset": self.byte_offset,
+        }
+
+
 @dataclass(frozen=True, slots=True)
 class Worker:
     id: str

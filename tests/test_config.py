@@ -345,13 +345,15 @@ def test_config_list_and_set_help_name_the_live_settings(tmp_path: Path) -> None
     assert {name: when for name, when in live.items() if when != "no"} == {
         "job-timeout": "next run",
         "output-limit": "next run",
+        "output-streams": "next run",
         "kill-grace": "next run",
         "backoff-base": "next failure",
         "max-backoff": "next failure",
     }
     helped = " ".join(_queuectl(config, "config", "set", "--help").stdout.split())
     assert (
-        "Running pools apply job-timeout, output-limit and kill-grace from their next run, and "
+        "Running pools apply job-timeout, output-limit, output-streams and kill-grace from their "
+        "next run, and "
         "backoff-base and max-backoff from their next failure, without a restart. Every other "
         "setting reaches running pools and servers only when they restart"
     ) in helped

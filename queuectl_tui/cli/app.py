@@ -12,6 +12,7 @@ from . import (
     dashboard,
     dlq,
     jobs,
+    logs,
     metrics_cmd,
     queues,
     serve,
@@ -62,6 +63,7 @@ def main_options(
 
 
 jobs.register(app)
+logs.register(app, workers.worker_app)
 control.register(app)
 workers.register(app)
 app.add_typer(queues.app, name="queue")

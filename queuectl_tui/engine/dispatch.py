@@ -27,6 +27,7 @@ from ..config import Settings
 from ..models import Job, JobState, Outcome, WorkerStatus
 from ..store import (
     Exchange,
+    OutputAppend,
     Settlement,
     SettleResult,
     Store,
@@ -53,6 +54,10 @@ RECORD_AT_EXIT = 30.0
 # While commands run, operators' cancel requests for them are looked for this often: a
 # cancelled command is stopped within a second.
 CANCEL_CHECK = 0.25
+# A run's output goes to the store (live output) once it has run this long, then at most this
+# often: a follower is under a second behind, and a short job writes nothing until its result.
+LIVE_AFTER = 0.3
+LIVE_EVERY = 0.3
 
 
 @dataclass
@@ -115,6 +120,9 @@ class Dispatcher(threading.Thread):
         self.corrupt: StoreCorrupt | None = None  # the database is damaged: the pool stops
         self._by_run: dict[int, Slot] = {}
         self._unrecorded: list[tuple[Slot, Settlement]] = []  # waiting for an exchange
+        # The last live output of runs that ended: written before their results.
+        self._live_ends: list[OutputAppend] = []
+        self._live_at = 0.0  # when live output is next written
         self._look_for_work = True
         self._recheck_at = 0.0  # when idle: look for work then even if nothing rang
         self._retry_at = 0.0
@@ -209,6 +217,9 @@ class Dispatcher(threading.Thread):
                 timeout = min(timeout, max(0.0, self._cancel_check_at - now))
             if self._retry_at > now:  # the database failed: try again then
                 timeout = min(timeout, self._retry_at - now)
+            live_due = self._live_due()
+            if live_due is not None:
+                timeout = min(timeout, max(0.0, live_due - now))
             if self._in_line:  # supervise, then go on waiting for the turn
                 timeout = 0.0
             finished, rung = supervisor.step(timeout)
@@ -217,6 +228,38 @@ class Dispatcher(threading.Thread):
                 self._look_for_work = True
             for run in finished:
                 self._finished(run)
+            if live_due is not None and time.monotonic() >= live_due:
+                self._write_live(store)
+
+    def _live_due(self) -> float | None:
+        """When live output is next due to be written (None: no run has new output)."""
+        due: float | None = None
+        for slot in self.slots:
+            run = slot.run
+            if run is not None and run.live.pending:
+                moment = max(self._live_at, run.started_at + LIVE_AFTER)
+                due = moment if due is None else min(due, moment)
+        return due
+
+    def _write_live(self, store: Store) -> None:
+        """Write the new output of runs that have run long enough. Best effort: what fails
+        to be written is still in the run's result."""
+        now = time.monotonic()
+        self._live_at = now + LIVE_EVERY
+        appends = []
+        for slot in self.slots:
+            run, job = slot.run, slot.job
+            if run is None or job is None or now < run.started_at + LIVE_AFTER:
+                continue
+            taken = run.live.take(self._now())
+            if taken is not None:
+                appends.append(
+                    OutputAppend(job.id, job.runs, slot.worker_id, taken.chunks, taken.keep_from)
+                )
+        try:
+            store.append_output(appends)
+        except StoreError as error:
+            events.event("live output not written", level=logging.DEBUG, error=str(error))
 
     def _stop_cancelled(self, store: Store, now: float) -> None:
         """Stop the commands of runs an operator asked to cancel (their jobs then end
@@ -235,6 +278,13 @@ class Dispatcher(threading.Thread):
         slot = self._by_run.pop(id(run))
         result = run.result
         assert result is not None
+        job = slot.job
+        if run.live.sent_any and job is not None:  # followed live: its last piece too
+            taken = run.live.take(self._now(), final=True)
+            if taken is not None:
+                self._live_ends.append(
+                    OutputAppend(job.id, job.runs, slot.worker_id, taken.chunks, taken.keep_from)
+                )
         self._hand_in(slot, result.outcome, result.error, result.exit_code, result.output)
         slot.freed = self._turns
         self._look_for_work = True  # a worker is free
@@ -260,6 +310,10 @@ class Dispatcher(threading.Thread):
         # A look at the config file per exchange: the claims and failures of this one follow
         # a `config set` that came before it.
         settings = self.ctx.live.refresh()
+        if self._live_ends:
+            # Before the results: a reader that sees a run ended has seen all of its output.
+            store.append_output(self._live_ends)
+            self._live_ends = []
         exchange = store.exchange(
             [settlement for _, settlement in self._unrecorded],
             [slot.worker_id for slot in claimants],
@@ -368,6 +422,7 @@ class Dispatcher(threading.Thread):
                         job.id, job.runs, slot.worker_id, job.job_type, job.payload
                     ),
                     stdin=None if job.job_type is None else (job.payload or "null").encode(),
+                    separate_stderr=ctx.settings.output_streams == "separate",
                 )
                 slot.run = run
                 self._by_run[id(run)] = slot

@@ -1,8 +1,11 @@
 """Run one job's command: its own process group, a deadline, and a capped output tail.
 
 The command runs as `/bin/sh -c COMMAND` in a new session, so the tree it starts shares one
-process group that can be signalled at once. stdout and stderr share one pipe (so their
-order is kept) that is drained with poll(); the shell's exit is watched through a pidfd.
+process group that can be signalled at once. stdout and stderr have a pipe each (so that
+live output tells them apart; what two pipes receive within one poll may be read in either
+order, as with `docker logs`), or share one where `output-streams` is `merged` (their exact
+order is kept); the pipes are drained with poll(), and the shell's exit is watched through a
+pidfd.
 When the command ends, times out or is cancelled, every process left in its group, and every
 one that left the group (see containment.py), is stopped (TERM, then KILL after the grace
 period): no child outlives its job.
@@ -19,7 +22,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..models import Outcome
+from ..models import Outcome, Stream
 from . import procfs
 from .containment import (
     CGROUP_AFTER,
@@ -32,6 +35,7 @@ from .containment import (
     stop_strays,
     sweep_dead_pools,
 )
+from .live_output import LiveOutput
 from .spawn import Child, seal_inherited_fds, spawn_shell
 
 _READ_SIZE = 65536
@@ -117,8 +121,10 @@ class Run:
         kill_grace: float,
         env: Mapping[str, str] | None = None,
         stdin: bytes | None = None,
+        separate_stderr: bool = True,
     ) -> None:
         self.command = command
+        self.separate_stderr = separate_stderr
         self.stdin = stdin  # a typed job's payload; the command reads it from its stdin
         self.timeout = timeout
         self.kill_grace = kill_grace
@@ -127,11 +133,13 @@ class Run:
         self.child: Child | None = None
         self.pidfd: int | None = None
         self._tail = TailBuffer(output_limit)
+        self.live = LiveOutput(output_limit)  # the same output, in pieces for the store
+        self._streams: dict[int, Stream] = {}  # the pipes not yet at end of file
+        self.started_at = 0.0  # monotonic
         self._deadline = 0.0
         self._reason: str | None = None  # why the group was stopped early: timeout or cancel
         self._kill_at: float | None = None  # TERM was sent: the moment to send KILL
         self._exited = False  # the shell has exited (and is reaped from then on)
-        self._eof = False
         self._leftovers_until: float | None = None  # group members outlived the shell
         self._leftover_pause = 0.001
         self._recheck_at: float | None = None
@@ -154,7 +162,7 @@ class Run:
         if self.result is not None:
             return  # cancelled before it started
         try:
-            child = spawn_shell(self.command, self.env, self.stdin)
+            child = spawn_shell(self.command, self.env, self.stdin, self.separate_stderr)
         except OSError as error:
             error_text = f"could not start /bin/sh: {error}"
             if error.errno in _RESOURCE_ERRORS:
@@ -166,7 +174,12 @@ class Run:
             self.result = RunResult(Outcome.FAILED, None, "", error_text, 0)
             return
         self.child = child
-        os.set_blocking(child.output_fd, False)
+        self.started_at = now
+        self._streams = {child.output_fd: Stream.STDOUT}
+        if child.error_fd is not None:
+            self._streams[child.error_fd] = Stream.STDERR
+        for fd in self._streams:
+            os.set_blocking(fd, False)
         self.pidfd = _open_pidfd(child.pid)
         self._deadline = now + self.timeout
         self._exit_check_at = now + _EXIT_POLL
@@ -190,11 +203,20 @@ class Run:
         return False
 
     # -- driven by the supervisor --------------------------------------------------------------
-    def on_output(self) -> bool:
-        """The pipe is readable (or closed); True once it reached end of file."""
-        if self.child is not None and not self._eof:
-            self._eof = self._drain(self.child.output_fd)
-        return self._eof
+    @property
+    def _eof(self) -> bool:
+        return not self._streams
+
+    def on_output(self, fd: int) -> bool:
+        """A pipe is readable (or closed); True once it reached end of file."""
+        if fd in self._streams and self._drain(fd):
+            del self._streams[fd]
+            return True
+        return fd not in self._streams
+
+    def _drain_all(self) -> None:
+        for fd in list(self._streams):
+            self.on_output(fd)
 
     def advance(self, now: float) -> None:
         """Act on whatever is due: exit, deadline, kill, leftovers, the end of draining."""
@@ -239,8 +261,7 @@ class Run:
                 self._kill_group(child.pid)
                 self.processes.signal(None, signal.SIGKILL)
             self._leftovers_until = self._recheck_at = None
-            if not self._eof:
-                self._eof = self._drain(child.output_fd)
+            self._drain_all()
             if not self._eof and self._drain_until is None:
                 self._drain_until = now + _DRAIN_AFTER_KILL
         # Whatever still holds the pipe after the drain window left our group: stop waiting.
@@ -305,6 +326,7 @@ class Run:
 
     def _drain(self, fd: int) -> bool:
         """Read what the pipe holds now; True at end of file."""
+        stream = self._streams[fd]
         while True:
             try:
                 data = os.read(fd, _READ_SIZE)
@@ -315,6 +337,7 @@ class Run:
             if not data:
                 return True
             self._tail.feed(data)
+            self.live.feed(stream, data)
 
     def _finish(self, reason: str | None) -> RunResult:
         code = None if self.child is None else self.child.returncode
@@ -359,7 +382,8 @@ class Supervisor:
         child = run.child
         if child is None:
             return  # could not start: it is already finished
-        self._register(child.output_fd, run)
+        for fd in child.fds:
+            self._register(fd, run)
         if run.pidfd is not None:
             self._register(run.pidfd, run)
 
@@ -386,7 +410,7 @@ class Supervisor:
             touched.add(id(owner))
             if owner.pidfd == fd:
                 self._unregister(fd)  # it stays readable once the shell has exited
-            elif owner.on_output():
+            elif owner.on_output(fd):
                 self._unregister(fd)
         now = time.monotonic()
         finished: list[Run] = []
@@ -430,7 +454,8 @@ class Supervisor:
     def _release(self, run: Run) -> None:
         child = run.child
         if child is not None:
-            self._unregister(child.output_fd)
+            for fd in child.fds:
+                self._unregister(fd)
         if run.pidfd is not None:
             self._unregister(run.pidfd)
         run.close()

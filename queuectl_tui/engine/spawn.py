@@ -1,4 +1,5 @@
-"""Start `/bin/sh -c COMMAND` in a new session with stdout and stderr on one pipe.
+"""Start `/bin/sh -c COMMAND` in a new session with stdout and stderr on pipes of their own
+(or on one pipe, where their exact order matters more than telling them apart).
 
 `os.posix_spawn` (vfork and exec in C) costs about half of what `subprocess.Popen` costs in the
 parent, and on a busy pool the parent's share is what limits throughput on trivial jobs.
@@ -30,14 +31,26 @@ def _devnull() -> int:
 
 
 class Child:
-    """A started shell: its pid (also its process group id), the read end of its output pipe,
-    and its exit code once reaped (negative: killed by that signal, as subprocess reports)."""
+    """A started shell: its pid (also its process group id), the read ends of its output
+    pipes (`error_fd` is None when stderr shares stdout's pipe), and its exit code once reaped
+    (negative: killed by that signal, as subprocess reports)."""
 
-    def __init__(self, pid: int, output_fd: int, popen: subprocess.Popen[bytes] | None = None):
+    def __init__(
+        self,
+        pid: int,
+        output_fd: int,
+        error_fd: int | None = None,
+        popen: subprocess.Popen[bytes] | None = None,
+    ):
         self.pid = pid
         self.output_fd = output_fd
+        self.error_fd = error_fd
         self.returncode: int | None = None
         self._popen = popen
+
+    @property
+    def fds(self) -> tuple[int, ...]:
+        return (self.output_fd,) if self.error_fd is None else (self.output_fd, self.error_fd)
 
     def wait(self) -> int:
         if self.returncode is None:
@@ -49,7 +62,8 @@ class Child:
         return self.returncode
 
     def close_output(self) -> None:
-        os.close(self.output_fd)
+        for fd in self.fds:
+            os.close(fd)
 
 
 def _above_stdio(fd: int) -> int:
@@ -104,50 +118,67 @@ def _stdin_file(data: bytes) -> int:
     return _above_stdio(fd)
 
 
-def spawn_shell(command: str, env: Mapping[str, str], stdin: bytes | None = None) -> Child:
+def _pipe() -> tuple[int, int]:
+    read_fd, write_fd = os.pipe()  # both ends close-on-exec (PEP 446)
+    return _above_stdio(read_fd), _above_stdio(write_fd)
+
+
+def spawn_shell(
+    command: str,
+    env: Mapping[str, str],
+    stdin: bytes | None = None,
+    separate_stderr: bool = True,
+) -> Child:
     """Start the command, with `stdin` on its standard input (else /dev/null); raises OSError
     if the shell cannot be started."""
-    read_fd, write_fd = os.pipe()  # both ends close-on-exec (PEP 446)
-    read_fd, write_fd = _above_stdio(read_fd), _above_stdio(write_fd)
-    input_fd: int | None = None
+    opened: list[int] = []  # every descriptor made here; the child's ends close after spawn
     try:
+        read_fd, write_fd = _pipe()
+        opened += (read_fd, write_fd)
+        error_read, error_write = _pipe() if separate_stderr else (None, write_fd)
+        if error_read is not None:
+            opened += (error_read, error_write)
         input_fd = None if stdin is None else _stdin_file(stdin)
-        if not _POSIX_SPAWN_SETSID:
-            return _popen(command, env, read_fd, write_fd, input_fd)
-        pid = os.posix_spawn(
-            SHELL,
-            [SHELL, "-c", command],
-            env,
-            file_actions=[
-                (os.POSIX_SPAWN_DUP2, _devnull() if input_fd is None else input_fd, 0),
-                (os.POSIX_SPAWN_DUP2, write_fd, 1),
-                (os.POSIX_SPAWN_DUP2, write_fd, 2),
-            ],
-            setsid=True,
-            # Python ignores SIGPIPE and SIGXFSZ; a job must get them back, as Popen does
-            # (or `yes | head -1` fails with a broken pipe instead of ending quietly).
-            setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
-        )
-    except BaseException:
-        os.close(read_fd)
-        raise
-    finally:
-        os.close(write_fd)
         if input_fd is not None:
-            os.close(input_fd)
-    return Child(pid, read_fd)
+            opened.append(input_fd)
+        if not _POSIX_SPAWN_SETSID:
+            process = _popen(command, env, write_fd, error_write, input_fd)
+            child = Child(process.pid, read_fd, error_read, process)
+        else:
+            pid = os.posix_spawn(
+                SHELL,
+                [SHELL, "-c", command],
+                env,
+                file_actions=[
+                    (os.POSIX_SPAWN_DUP2, _devnull() if input_fd is None else input_fd, 0),
+                    (os.POSIX_SPAWN_DUP2, write_fd, 1),
+                    (os.POSIX_SPAWN_DUP2, error_write, 2),
+                ],
+                setsid=True,
+                # Python ignores SIGPIPE and SIGXFSZ; a job must get them back, as Popen does
+                # (or `yes | head -1` fails with a broken pipe instead of ending quietly).
+                setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
+            )
+            child = Child(pid, read_fd, error_read)
+    except BaseException:
+        for fd in opened:
+            os.close(fd)
+        raise
+    for fd in opened:
+        if fd not in child.fds:
+            os.close(fd)
+    return child
 
 
 def _popen(
-    command: str, env: Mapping[str, str], read_fd: int, write_fd: int, input_fd: int | None
-) -> Child:
-    process = subprocess.Popen(
+    command: str, env: Mapping[str, str], write_fd: int, error_fd: int, input_fd: int | None
+) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
         [SHELL, "-c", command],
         stdin=subprocess.DEVNULL if input_fd is None else input_fd,
         stdout=write_fd,
-        stderr=write_fd,
+        stderr=error_fd,
         start_new_session=True,
         env=env,
         close_fds=True,
     )
-    return Child(process.pid, read_fd, process)

@@ -15,7 +15,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..config import Settings
 from ..errors import Conflict, Damaged, InvalidInput, NotFound, Unavailable
 from ..store import StoreError
-from . import control, dashboard, jobs, metrics_routes, reads
+from . import control, dashboard, jobs, metrics_routes, output, reads
 from .auth import Gate
 from .busy import ExpensiveReads
 from .context import Context, ServeOptions, Stores
@@ -143,7 +143,7 @@ def create_app(settings: Settings, options: ServeOptions | None = None) -> Starl
             ctx.health.close()
 
     routes: list[BaseRoute] = [Route("/openapi.json", _openapi, methods=["GET"])]
-    routes += reads.ROUTES + metrics_routes.ROUTES
+    routes += reads.ROUTES + metrics_routes.ROUTES + output.ROUTES
     if options.read_only:
         routes += jobs.READ_ROUTES + dashboard.ROUTES
     else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from starlette.concurrency import run_in_threadpool
@@ -15,6 +15,7 @@ from .. import service
 from ..config import ApiToken, Settings
 from ..store import Store
 from .auth import Gate
+from .followers import Followers
 from .health import HealthCheck
 from .submitter import Submitter
 
@@ -69,6 +70,9 @@ class Context:
     stores: Stores
     submitter: Submitter
     health: HealthCheck
+    followers: Followers = field(default_factory=Followers)
+    # Set when the server begins to stop: open output streams end, so the stop is not held up.
+    stopping: threading.Event = field(default_factory=threading.Event)
 
 
 def context(request: Request) -> Context:

@@ -204,6 +204,24 @@ def document(read_only: bool) -> dict[str, Any]:
         },
     }
     paths["/jobs/{job_id}"]["get"]["responses"]["404"] = _error("no such job")
+    paths["/output/{job_id}"] = _read(
+        "A job's output from a cursor; with follow=1, server-sent events until it is finished",
+        _ref("Anything"),
+        [
+            _JOB_ID,
+            {
+                "name": "cursor",
+                "in": "query",
+                "required": False,
+                "schema": {"type": "string", "pattern": "^[0-9]+[.]-?[0-9]+[.][0-9]+[.][01]$"},
+            },
+            {"name": "follow", "in": "query", "required": False, "schema": {"enum": ["1"]}},
+        ],
+    )
+    output = paths["/output/{job_id}"]["get"]["responses"]
+    output["200"]["content"]["text/event-stream"] = {"schema": {"type": "string"}}
+    output["404"] = _error("no such job")
+    output["503"] = _error("too many streams open")
     if not read_only:
         paths["/jobs"].update(_submit("Submit a job"))
         paths["/createJob"] = _submit("Submit a job (the reference queue's route)")

@@ -137,8 +137,9 @@ def serve(
     # handler receives it then and ends the process with status 0 (a stop asked for).
     for stop in (signal.SIGINT, signal.SIGTERM):
         signal.signal(stop, _stopped)
+    app = create_app(settings, options)
     config = uvicorn.Config(
-        create_app(settings, options),
+        app,
         log_level="warning",
         access_log=False,
         server_header=False,
@@ -147,4 +148,11 @@ def serve(
         http=protocol_class(settings),  # httptools, with the limits a hostile client meets
         ws="none",
     )
-    uvicorn.Server(config).run(sockets=[sock])
+    stopping = app.state.queuectl.stopping
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            stopping.set()  # open output streams end, and the graceful stop can finish
+            super().handle_exit(sig, frame)
+
+    Server(config).run(sockets=[sock])

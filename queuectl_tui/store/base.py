@@ -20,6 +20,7 @@ from ..models import (
     JobState,
     Operator,
     Outcome,
+    OutputChunk,
     QueueCounts,
     QueueInfo,
     Worker,
@@ -138,6 +139,17 @@ class Settlement:
     output: str
     error: str | None
     finished_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class OutputAppend:
+    """Live output of one running job, from the pool that runs it."""
+
+    job_id: str
+    run: int  # the job's `runs` as claimed: with the worker, it fences the write
+    worker_id: str
+    chunks: Sequence[OutputChunk]
+    keep_from: int  # this run's pieces numbered below it fell out of the output limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,6 +316,19 @@ class Store(ABC):
     @abstractmethod
     def attempts(self, job_id: str) -> list[Attempt]:
         """The attempt history of one job, oldest first."""
+
+    @abstractmethod
+    def append_output(self, appends: Sequence[OutputAppend]) -> None:
+        """Keep live output of running jobs, in one transaction that does not wait for the
+        disk (the result that follows it does). A piece whose job is no longer running that
+        run under that worker is dropped; the job's pieces of earlier runs are forgotten, and
+        so are this run's numbered below `keep_from`."""
+
+    @abstractmethod
+    def output_chunks(
+        self, job_id: str, run: int, after_seq: int = -1, limit: int = 1000
+    ) -> list[OutputChunk]:
+        """The kept pieces of one run of a job numbered above `after_seq`, in order."""
 
     @abstractmethod
     def list_jobs(

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from ..models import Attempt, AuditEntry, Job, Worker
+from ..models import Attempt, AuditEntry, Job, OutputChunk, Worker
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -107,6 +107,7 @@ JOBS = RowMap(Job)
 WORKERS = RowMap(Worker)
 ATTEMPTS = RowMap(Attempt)
 AUDIT = RowMap(AuditEntry)
+OUTPUT_CHUNKS = RowMap(OutputChunk)
 
 
 def worker_values(worker: Worker) -> tuple[object, ...]:

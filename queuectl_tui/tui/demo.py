@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..lifecycle import RetryPolicy
-from ..models import JobSpec, Outcome, Worker, WorkerStatus
-from ..store import Settlement, Store
+from ..models import Job, JobSpec, Outcome, OutputChunk, Stream, Worker, WorkerStatus
+from ..store import OutputAppend, Settlement, Store
 from ..timeutil import parse_iso
 
 DEMO_NOW = parse_iso("2026-07-24T10:00:00Z")
@@ -160,6 +160,7 @@ def seed_demo(store: Store, now: int = DEMO_NOW) -> None:
         claimed = store.claim(worker, 4242, now - ago * SECOND)
         if claimed is None or claimed.id != job_id:
             raise RuntimeError("demo seeding claimed the wrong job")
+        _print_live(store, claimed, now - ago * SECOND)
     # Waiting: due now, and scheduled for later.
     for index, (job_id, command, priority, delay) in enumerate(
         (
@@ -173,6 +174,21 @@ def seed_demo(store: Store, now: int = DEMO_NOW) -> None:
         spec = JobSpec(id=job_id, command=command, priority=priority, run_at=run_at)
         store.enqueue(spec, 3, now - (30 - index) * SECOND)
     _workers(store, now)
+
+
+def _print_live(store: Store, job: Job, start: int) -> None:
+    """What a running job has printed so far (its live output)."""
+    lines = [
+        (Stream.STDOUT, f"[{job.id}] step {step}/12: {name}\n")
+        for step, name in enumerate(("connect", "fetch", "parse", "validate", "write"), 1)
+    ]
+    lines.insert(3, (Stream.STDERR, "warning: 3 rows without a price, skipped\n"))
+    chunks, offset = [], 0
+    for seq, (stream, text) in enumerate(lines):
+        chunks.append(OutputChunk(seq, stream, text, start + (seq + 1) * SECOND, offset))
+        offset += len(text.encode())
+    assert job.worker_id is not None
+    store.append_output([OutputAppend(job.id, job.runs, job.worker_id, chunks, 0)])
 
 
 def _workers(store: Store, now: int) -> None:

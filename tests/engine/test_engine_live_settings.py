@@ -136,6 +136,7 @@ def test_only_the_live_settings_change_and_a_flag_keeps_winning(
     assert set(LIVE_KEYS) == {
         "job_timeout",
         "output_limit",
+        "output_streams",
         "kill_grace",
         "backoff_base",
         "max_backoff",

@@ -19,7 +19,7 @@ from queuectl_tui.engine.runner import (
     job_environment,
     stop_lost_run,
 )
-from queuectl_tui.models import Outcome
+from queuectl_tui.models import Outcome, Stream
 
 
 def make(command: str, timeout: float = 10, limit: int = 65536, grace: float = 0.5, **kw) -> Run:
@@ -43,12 +43,37 @@ def run(command: str, **kw) -> RunResult:
     return one.result
 
 
-def test_exit_zero_completes_and_output_is_interleaved_in_order() -> None:
-    result = run("echo one; echo two >&2; echo three")
+def test_exit_zero_completes_and_merged_output_is_interleaved_in_order() -> None:
+    result = run("echo one; echo two >&2; echo three", separate_stderr=False)
     assert result.outcome is Outcome.COMPLETED
     assert result.exit_code == 0
     assert result.output == "one\ntwo\nthree\n"
     assert result.error is None
+
+
+def test_separate_streams_keep_each_ones_order_and_tell_them_apart() -> None:
+    supervisor = Supervisor()
+    one = make("echo one; echo two >&2; echo three; printf 'caf\\303'; printf '\\251\\n'")
+    supervisor.start(one)
+    drive(supervisor, [one])
+    assert one.result is not None and one.result.outcome is Outcome.COMPLETED
+    assert sorted(one.result.output.splitlines()) == ["café", "one", "three", "two"]
+    taken = one.live.take(0, final=True)
+    assert taken is not None
+    by_stream: dict[Stream, str] = {}
+    for chunk in taken.chunks:
+        by_stream[chunk.stream] = by_stream.get(chunk.stream, "") + chunk.text
+    assert by_stream == {Stream.STDOUT: "one\nthree\ncafé\n", Stream.STDERR: "two\n"}
+
+
+def test_merged_streams_are_all_stdout_in_live_output() -> None:
+    supervisor = Supervisor()
+    one = make("echo one; echo two >&2", separate_stderr=False)
+    supervisor.start(one)
+    drive(supervisor, [one])
+    taken = one.live.take(0, final=True)
+    assert taken is not None
+    assert [(c.stream, c.text) for c in taken.chunks] == [(Stream.STDOUT, "one\ntwo\n")]
 
 
 def test_nonzero_exit_and_missing_command_fail() -> None:

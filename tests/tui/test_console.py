@@ -22,10 +22,13 @@ from queuectl_tui.tui.demo import HOSTILE_OUTPUT
 from queuectl_tui.tui.screens.confirm import ConfirmScreen
 from queuectl_tui.tui.screens.enqueue import EnqueueScreen, form_to_object
 from queuectl_tui.tui.screens.job_detail import JobDetailScreen
+from queuectl_tui.tui.widgets.output_log import OutputLog
 
 
 def shown(widget: Widget) -> str:
     """The text a widget shows, as plain text."""
+    if isinstance(widget, OutputLog):
+        return "\n".join(line.text for line in widget.lines)
     console = Console(width=200, record=True, file=io.StringIO())
     console.print(widget.content if isinstance(widget, Static) else widget.render())
     return console.export_text()
@@ -232,7 +235,7 @@ async def test_hostile_markup_and_escapes_are_shown_literally(make_console, sett
         await pilot.press("enter")
         await settle(pilot)
         assert isinstance(app.screen, JobDetailScreen)
-        output = shown(app.screen.query_one("#output", Static))
+        output = shown(app.screen.query_one("#output", OutputLog))
         assert "[red]x[/red] \\x1b[31mred?\\x1b[0m" in output
         assert "[bold]not bold[/bold]" in output
         assert "\x1b" not in output

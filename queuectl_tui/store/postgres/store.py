@@ -24,6 +24,7 @@ from ...models import (
     JobState,
     Operator,
     Outcome,
+    OutputChunk,
     QueueCounts,
     QueueInfo,
     Worker,
@@ -39,6 +40,7 @@ from ..base import (
     EnqueueResult,
     Exchange,
     MetricsSnapshot,
+    OutputAppend,
     QueueStats,
     RetryResult,
     Settlement,
@@ -48,7 +50,8 @@ from ..base import (
 )
 from ..figures import RATE_SLOT_MS, attempt_figures, per_minute, snapshot
 from ..listing import list_jobs_statement
-from ..rows import ATTEMPTS, AUDIT, JOBS, WORKERS, worker_values
+from ..output_rows import chunk_rows, forget_params
+from ..rows import ATTEMPTS, AUDIT, JOBS, OUTPUT_CHUNKS, WORKERS, worker_values
 from . import bulk, claims
 from .database import DEFAULT_WAIT, Database, borrow, give_back
 from .feed import ListenFeed
@@ -166,6 +169,28 @@ class PostgresStore(Store):
             return []
         with self.db.for_one_statement(self._wait) as conn:
             return ATTEMPTS.all(conn, SQL["job_attempts"], (job_id,))
+
+    def append_output(self, appends: Sequence[OutputAppend]) -> None:
+        if not appends:
+            return
+
+        def body(conn: Conn) -> None:
+            with conn.cursor() as cursor:
+                for append in appends:
+                    cursor.executemany(SQL["append_output"], chunk_rows(append))
+                    forget = forget_params(append)
+                    if forget is not None:
+                        cursor.execute(SQL["forget_output"], forget)
+
+        self._run(body, durable=False)
+
+    def output_chunks(
+        self, job_id: str, run: int, after_seq: int = -1, limit: int = 1000
+    ) -> list[OutputChunk]:
+        if not _nameable(job_id):
+            return []
+        with self.db.for_one_statement(self._wait) as conn:
+            return OUTPUT_CHUNKS.all(conn, SQL["output_chunks"], (job_id, run, after_seq, limit))
 
     def list_jobs(
         self,

@@ -18,6 +18,7 @@ from ...models import (
     JobSpec,
     JobState,
     Operator,
+    OutputChunk,
     QueueCounts,
     QueueInfo,
     Worker,
@@ -32,6 +33,7 @@ from ..base import (
     EnqueueResult,
     Exchange,
     MetricsSnapshot,
+    OutputAppend,
     QueueStats,
     RetryResult,
     Settlement,
@@ -40,7 +42,8 @@ from ..base import (
 )
 from ..figures import RATE_SLOT_MS, attempt_figures, per_minute
 from ..listing import list_jobs_statement
-from ..rows import ATTEMPTS, AUDIT, JOBS, WORKERS, worker_values
+from ..output_rows import chunk_rows, forget_params
+from ..rows import ATTEMPTS, AUDIT, JOBS, OUTPUT_CHUNKS, WORKERS, worker_values
 from . import bulk, claims, control, metrics, ready, submit
 from .changes import SQLiteChangeFeed
 from .connection import Database
@@ -129,6 +132,17 @@ class SQLiteStore(Store):
 
     def attempts(self, job_id: str) -> list[Attempt]:
         return self._db.read_as(ATTEMPTS, SQL["job_attempts"], (job_id,))
+
+    def append_output(self, appends: Sequence[OutputAppend]) -> None:
+        if appends:
+            self._db.write(lambda conn: _append_output(conn, appends))
+
+    def output_chunks(
+        self, job_id: str, run: int, after_seq: int = -1, limit: int = 1000
+    ) -> list[OutputChunk]:
+        return self._db.read_as(
+            OUTPUT_CHUNKS, SQL["output_chunks"], (job_id, run, after_seq, limit)
+        )
 
     def list_jobs(
         self,
@@ -379,3 +393,11 @@ def _counts_statement(queue: str | None) -> tuple[str, tuple[str, ...]]:
     if queue is None:
         return SQL["state_counts"], ()
     return SQL["queue_state_counts"], (queue,)
+
+
+def _append_output(conn: sqlite3.Connection, appends: Sequence[OutputAppend]) -> None:
+    for append in appends:
+        conn.executemany(SQL["append_output"], chunk_rows(append))
+        forget = forget_params(append)
+        if forget is not None:
+            conn.execute(SQL["forget_output"], forget)

@@ -1,5 +1,6 @@
-"""One job: every field, the attempt history, and the captured output of the highlighted
-attempt in a scrollable view. Follows the job live; a running job shows its elapsed time."""
+"""One job: every field, the attempt history, and the output of the highlighted attempt,
+followed as it is printed while the attempt runs (End follows, Home goes to the top). Follows
+the job live; a running job shows its elapsed time."""
 
 from __future__ import annotations
 
@@ -12,18 +13,22 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from ...display import last_line, printable
+from ...errors import QueueError
+from ...job_output import STEP_PIECES, OutputCursor, OutputStep, read_output
 from ...models import Attempt, Job, JobState
 from ...store import Store, StoreCorrupt, StoreError
 from ...timeutil import human_seconds
 from .. import format as fmt
+from ..widgets.output_log import OutputLog
 
-MAX_OUTPUT_SHOWN = 200_000  # characters; the tail, as the worker keeps it
 RUNNING = "running"  # the row key of the attempt in progress
+# How often the output of a running attempt is looked for: with the pool writing every
+# 0.3 s, what is printed shows within a second.
+OUTPUT_POLL = 0.25
 
 
 def _duration(attempt: Attempt) -> str:
@@ -79,6 +84,8 @@ class JobDetailScreen(Screen[None]):
         Binding("escape", "back", "Back"),
         Binding("r", "retry", "Retry job"),
         Binding("o", "focus_output", "Output"),
+        Binding("end", "follow", "Follow", priority=True),
+        Binding("home", "output_top", "Top", show=False, priority=True),
         Binding("a", "focus_attempts", "Attempts", show=False),
     ]
 
@@ -100,6 +107,7 @@ class JobDetailScreen(Screen[None]):
         self.attempts: list[Attempt] = []
         self._token: int | None = None
         self._shown_attempt: int | None = None
+        self._cursor: OutputCursor | None = None  # of the attempt whose output is shown
 
     def compose(self) -> ComposeResult:
         yield Static(Text(f"Job {printable(self.job_id, single_line=True)}"), id="detail-title")
@@ -107,8 +115,7 @@ class JobDetailScreen(Screen[None]):
         yield Static(Text("Attempts", style="bold"), classes="section")
         yield DataTable(id="attempts", cursor_type="row", zebra_stripes=True)
         yield Static(Text("Output", style="bold"), id="output-title", classes="section")
-        with VerticalScroll(id="output-scroll"):
-            yield Static(Text(""), id="output")
+        yield OutputLog(id="output")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -126,6 +133,7 @@ class JobDetailScreen(Screen[None]):
         self.load(force=True)
         self.set_interval(self.refresh_seconds, self.load)
         self.set_interval(1.0, self.tick)
+        self.set_interval(OUTPUT_POLL, self.poll_output)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "retry":
@@ -195,8 +203,10 @@ class JobDetailScreen(Screen[None]):
         elif attempts and self._shown_attempt is None:
             table.move_cursor(row=len(attempts) - 1, animate=False)
             self.show_output(attempts[-1])
-        elif not attempts and not running:
-            self.query_one("#output", Static).update(Text("No attempts yet.", style="dim"))
+        elif not attempts and not running and self._cursor is None:
+            log = self.query_one("#output", OutputLog)
+            log.reset()
+            log.end("No attempts yet.")
         self.refresh_bindings()
 
     def tick(self) -> None:
@@ -216,11 +226,11 @@ class JobDetailScreen(Screen[None]):
     def add_running_row(self, table: DataTable[Text], job: Job) -> bool:
         """A processing job's current attempt is part of its history, as a running row."""
         if job.state is not JobState.PROCESSING or any(
-            attempt.number == job.attempts for attempt in self.attempts
+            attempt.number == job.runs for attempt in self.attempts
         ):
             return False
         table.add_row(
-            Text(str(job.attempts)),
+            Text(str(job.runs)),
             fmt.plain(job.worker_id or ""),
             Text(fmt.timestamp(job.claimed_at)),
             Text(fmt.elapsed(job, self.clock())),
@@ -232,14 +242,8 @@ class JobDetailScreen(Screen[None]):
         return True
 
     def show_running(self, job: Job) -> None:
-        self._shown_attempt = job.attempts
-        self.query_one("#output-title", Static).update(
-            Text.assemble(("Output of attempt ", "bold"), (str(job.attempts), "bold"))
-        )
-        note = Text(f"Attempt {job.attempts} is running on ", style="dim")
-        note.append(printable(job.worker_id or "a worker", single_line=True))
-        note.append(f" since {fmt.timestamp(job.claimed_at)}; its output is kept when it ends.")
-        self.query_one("#output", Static).update(note)
+        self._shown_attempt = job.runs
+        self.show_run(job.runs)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.row_key.value == RUNNING:
@@ -253,21 +257,56 @@ class JobDetailScreen(Screen[None]):
 
     def show_output(self, attempt: Attempt) -> None:
         self._shown_attempt = attempt.number
+        self.show_run(attempt.number)
+
+    def show_run(self, run: int) -> None:
+        """Show one run's output: a run that is over at once, one under way as it prints. A
+        run already on show is left as it is (its output keeps coming, the scroll stays)."""
+        self.show_output_title(run)
+        if self._cursor is not None and self._cursor.run == run:
+            return
+        self._cursor = OutputCursor(run=run)
+        self.query_one("#output", OutputLog).reset()
+        self.read_output(self._cursor)
+
+    def show_output_title(self, run: int) -> None:
+        log = self.query_one("#output", OutputLog)
+        live = self._cursor is not None and self._cursor.run == run and not self._cursor.ended
+        mode = ""
+        if live:
+            mode = "following (Home: top)" if log.following else "paused (End: follow)"
         self.query_one("#output-title", Static).update(
             Text.assemble(
                 ("Output of attempt ", "bold"),
-                (str(attempt.number), "bold"),
+                (str(run), "bold"),
+                (f"  {mode}" if mode else "", "bold yellow"),
                 ("  (o to focus, ↑↓ PgUp PgDn to scroll)", "dim"),
             )
         )
-        output = attempt.output
-        note = ""
-        if len(output) > MAX_OUTPUT_SHOWN:
-            note = f"(the first {len(output) - MAX_OUTPUT_SHOWN:,} characters are not shown)\n"
-            output = output[-MAX_OUTPUT_SHOWN:]
-        text = Text(note, style="dim")
-        text.append(printable(output) or "(no output)")
-        self.query_one("#output", Static).update(text)
+
+    def poll_output(self) -> None:
+        cursor = self._cursor
+        if cursor is not None and not cursor.ended:
+            self.read_output(cursor)
+
+    @work(thread=True, exclusive=True, group="output")
+    def read_output(self, cursor: OutputCursor) -> None:
+        try:
+            step = read_output(self.store, self.job_id, cursor)
+        except QueueError:
+            return  # the next poll tries again; the job's own read reports the trouble
+        self.deliver(self.add_output, cursor, step)
+
+    def add_output(self, cursor: OutputCursor, step: OutputStep) -> None:
+        if not self.is_attached or cursor is not self._cursor:
+            return  # another attempt is on show now
+        log = self.query_one("#output", OutputLog)
+        log.add(step.chunks, step.skipped)
+        if step.ended:
+            log.end()
+        elif len(step.chunks) == STEP_PIECES:
+            self.read_output(cursor)  # more is stored: read on at once
+        self.show_output_title(cursor.run)
 
     def action_back(self) -> None:
         self.dismiss(None)
@@ -277,7 +316,17 @@ class JobDetailScreen(Screen[None]):
             self.retry(self.job)
 
     def action_focus_output(self) -> None:
-        self.query_one("#output-scroll").focus()
+        self.query_one("#output").focus()
+
+    def action_follow(self) -> None:
+        self.query_one("#output", OutputLog).follow()
+        if self._cursor is not None:
+            self.show_output_title(self._cursor.run)
+
+    def action_output_top(self) -> None:
+        self.query_one("#output", OutputLog).top()
+        if self._cursor is not None:
+            self.show_output_title(self._cursor.run)
 
     def action_focus_attempts(self) -> None:
         self.query_one("#attempts").focus()

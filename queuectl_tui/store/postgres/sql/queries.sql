@@ -126,6 +126,29 @@ DELETE FROM jobs WHERE seq IN (
 SELECT count(*) FROM jobs WHERE state = %s AND finished_at < %s AND finished_at IS NOT NULL
 
 
+-- == live output =============================================================================
+
+-- name: append_output
+-- Fenced: a piece is kept only while its run is the job's run under that worker.
+INSERT INTO output_chunks (job_seq, run, seq, stream, byte_offset, body, at)
+SELECT seq, %s, %s, %s, %s, %s, %s FROM jobs
+ WHERE id = %s AND state = 'processing' AND worker_id = %s AND runs = %s
+ON CONFLICT DO NOTHING
+
+-- name: forget_output
+-- The pieces of runs before the one before (a follower may still be reading that one), and
+-- this run's below the first one kept.
+DELETE FROM output_chunks
+ WHERE job_seq = (SELECT seq FROM jobs WHERE id = %s)
+   AND (run < %s OR (run = %s AND seq < %s))
+
+-- name: output_chunks
+SELECT c.seq, c.stream, c.body AS text, c.at, c.byte_offset
+  FROM output_chunks c JOIN jobs j ON j.seq = c.job_seq
+ WHERE j.id = %s AND c.run = %s AND c.seq > %s
+ ORDER BY c.seq LIMIT %s
+
+
 -- == queues ==================================================================================
 
 -- name: queue_settings

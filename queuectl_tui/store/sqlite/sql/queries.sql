@@ -167,6 +167,28 @@ SELECT count(*) FROM jobs INDEXED BY jobs_finished WHERE state = ? AND finished_
 DELETE FROM jobs WHERE state <> 'processing' AND seq IN (?, ...)
 
 
+-- == live output =============================================================================
+
+-- name: append_output
+-- Fenced: a piece is kept only while its run is the job's run under that worker.
+INSERT OR IGNORE INTO output_chunks (job_seq, run, seq, stream, byte_offset, body, at)
+SELECT seq, ?, ?, ?, ?, ?, ? FROM jobs
+ WHERE id = ? AND state = 'processing' AND worker_id = ? AND runs = ?
+
+-- name: forget_output
+-- The pieces of runs before the one before (a follower may still be reading that one), and
+-- this run's below the first one kept.
+DELETE FROM output_chunks
+ WHERE job_seq = (SELECT seq FROM jobs WHERE id = ?)
+   AND (run < ? OR (run = ? AND seq < ?))
+
+-- name: output_chunks
+SELECT c.seq, c.stream, c.body AS text, c.at, c.byte_offset
+  FROM output_chunks c JOIN jobs j ON j.seq = c.job_seq
+ WHERE j.id = ? AND c.run = ? AND c.seq > ?
+ ORDER BY c.seq LIMIT ?
+
+
 -- == queues ==================================================================================
 
 -- name: queue_settings
