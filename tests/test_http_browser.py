@@ -284,3 +284,44 @@ def test_with_a_token_set_a_browser_comes_in_once_by_the_address_then_by_cookie(
         assert watched.errors == [] and watched.dialogs == []
     finally:
         guarded.stop()
+
+
+def test_a_running_job_s_output_appears_in_its_detail_as_it_prints(
+    server: DashboardServer,
+    new_page: Callable[[], Watched],
+    run_cli: RunCli,
+    db_path: Path,
+    tmp_path: Path,
+    cli_env: dict[str, str],
+) -> None:
+    gate = tmp_path / "gate"
+    command = (
+        "echo compiling; echo 'warning: <b>old</b>' >&2; "
+        f"while [ ! -e {gate} ]; do sleep 0.05; done; echo linked"
+    )
+    enqueue(run_cli, id="build-7", command=command)
+    pool = subprocess.Popen(
+        [sys.executable, "-m", "queuectl_tui", "--db", str(db_path), "worker", "start", "-c", "1"],
+        cwd=tmp_path,
+        env=cli_env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        watched = new_page()
+        page = open_dashboard(watched, server.url)
+        page.goto(server.url + "/?job=build-7")
+        live = page.locator("#detail pre.output.live")
+        expect(live).to_contain_text("compiling", timeout=WAIT_MS)
+        expect(live.locator(".stderr")).to_have_text("warning: <b>old</b>\n")
+        assert live.locator("b").count() == 0  # output is text, never markup
+        gate.touch()
+        expect(live).to_contain_text("linked", timeout=WAIT_MS)
+        # Finished: the stored attempt takes the place of the stream.
+        expect(page.locator("#detail .oc-completed")).to_be_visible(timeout=WAIT_MS)
+        expect(live).to_have_count(0)
+        assert watched.errors == [] and watched.dialogs == []
+    finally:
+        pool.terminate()
+        pool.wait(20)

@@ -255,6 +255,12 @@ class Store(ABC):
     @abstractmethod
     def close(self) -> None: ...
 
+    @property
+    def exists(self) -> bool:
+        """Whether there is a queue at the location yet (reads of one that is not there
+        answer from an empty queue, and the first write creates it)."""
+        return True
+
     def __enter__(self) -> Store:
         return self
 

@@ -56,7 +56,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec(
         "c",
         "cancel_selected",
-        "Cancel job",
+        "Cancel",
         "Cancel the selected job; a running one is stopped (asks first)",
         TABLES,
         mutating=True,
@@ -95,9 +95,16 @@ ACTIONS: tuple[ActionSpec, ...] = (
         "Retry every dead job shown (asks first)",
         TABLES,
         mutating=True,
+        footer=False,
     ),
     ActionSpec(
-        "s", "start_pool", "Start pool", "Start a background worker pool", GLOBAL, mutating=True
+        "s",
+        "start_pool",
+        "Start pool",
+        "Start a background worker pool",
+        GLOBAL,
+        mutating=True,
+        footer=False,
     ),
     ActionSpec(
         "x",
@@ -106,6 +113,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
         "Ask every worker pool to stop (asks first)",
         GLOBAL,
         mutating=True,
+        footer=False,
     ),
     ActionSpec(
         "K",
@@ -116,7 +124,14 @@ ACTIONS: tuple[ActionSpec, ...] = (
         mutating=True,
         footer=False,
     ),
-    ActionSpec("p", "toggle_pause", "Pause", "Pause or resume live updates", GLOBAL),
+    # Not `p`: next to `P` (pause a queue) it was taken for it.
+    ActionSpec(
+        "f",
+        "toggle_pause",
+        "Freeze",
+        "Freeze the screen (no live updates) or go live again",
+        GLOBAL,
+    ),
     ActionSpec("q", "quit", "Quit", "Leave the console (worker pools keep running)", GLOBAL),
     ActionSpec("j", "show_pane('jobs')", "Jobs", "Show the jobs pane", GLOBAL, footer=False),
     ActionSpec(

@@ -42,7 +42,7 @@ from .job_control import JobControl
 from .operations import QueueOperations
 from .screens.dialog import Dialog
 from .screens.help import HelpScreen, Section
-from .screens.job_detail import JobDetailScreen
+from .screens.job_detail import DetailControls, JobDetailScreen
 from .widgets.columns import ColumnTable
 from .widgets.dead_table import DeadTable
 from .widgets.jobs_table import JobsTable
@@ -67,6 +67,7 @@ PANE_TITLES = {
     Pane.QUEUES: "Queues",
 }
 # Actions still allowed while a job's detail is open (modal dialogs allow none).
+COUNTED_TABS_WIDTH = 110  # columns from which the state tabs show their counts
 DETAIL_ACTIONS = frozenset({"new_job", "help", "quit", "toggle_pause", "start_pool", "stop_pools"})
 
 
@@ -160,6 +161,10 @@ class QueueConsole(QueueOperations, JobControl, App[None]):
                 yield QueuesTable(id="queues-table")
                 yield Static("", id="queues-status", classes="status")
         yield Footer(compact=True)
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self.snapshot is not None:
+            self.update_tab_labels(self.snapshot)
 
     def on_mount(self) -> None:
         self.query_one("#filter-bar").display = False
@@ -413,6 +418,7 @@ class QueueConsole(QueueOperations, JobControl, App[None]):
                 counts.active_workers,
                 snapshot.completed_per_minute or previous.completed_per_minute,
                 snapshot.failed_per_minute or previous.failed_per_minute,
+                snapshot.exists,
             ),
             now,
             self.paused,
@@ -459,10 +465,13 @@ class QueueConsole(QueueOperations, JobControl, App[None]):
         by_state = snapshot.counts.by_state
         tabs = self.query_one("#states", Tabs)
         total = snapshot.counts.total
+        # Narrow, the tabs leave their counts to the summary above them, so all seven fit.
+        counted = self.size.width >= COUNTED_TABS_WIDTH
         for index, name in enumerate(STATE_TABS, start=1):
             count = total if name == "all" else by_state.get(JobState(name), 0)
             tab = tabs.query_one(f"#state-{name}", Tab)
-            tab.label = Text.assemble((f"{index} ", "dim"), name, (f" {count:,}", "bold"))
+            shown = (f" {count:,}", "bold") if counted else ""
+            tab.label = Text.assemble((f"{index} ", "dim"), name, shown)
         panes = self.query_one("#panes", TabbedContent)
         dead = by_state.get(JobState.DEAD, 0)
         labels = {
@@ -753,9 +762,13 @@ class QueueConsole(QueueOperations, JobControl, App[None]):
         self.refresh_bindings()
 
     def open_job(self, job_id: str) -> None:
-        retry = None if self.readonly else self.ask_retry
+        controls = (
+            None
+            if self.readonly
+            else DetailControls(self.ask_retry, self.ask_cancel, self.ask_about_queue)
+        )
         self.push_screen(
-            JobDetailScreen(self.reader, job_id, self.clock, self.refresh_seconds, retry)
+            JobDetailScreen(self.reader, job_id, self.clock, self.refresh_seconds, controls)
         )
 
 

@@ -62,6 +62,7 @@ class Snapshot:
     workers: list[Worker] = field(default_factory=list)
     queues: list[QueueInfo] = field(default_factory=list)
     queue_counts: QueueCounts | None = None  # of the queue the jobs are filtered by
+    exists: bool = True  # there is a queue at the location (else reads answer from none)
 
     @property
     def items(self) -> list[Any]:
@@ -83,7 +84,7 @@ def read_snapshot(
     failed: list[int] | None = None
     if throughput:
         completed, failed = service.throughput(store, now, THROUGHPUT_MINUTES)
-    snapshot = Snapshot(request, token, counts, completed, failed)
+    snapshot = Snapshot(request, token, counts, completed, failed, exists=store.exists)
     if request.pane is Pane.WORKERS:
         snapshot.workers = ordered_workers(service.all_workers(store))
     elif request.pane is Pane.QUEUES:

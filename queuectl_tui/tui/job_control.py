@@ -43,8 +43,10 @@ class JobControl:
     # -- cancel ---------------------------------------------------------------------------------
     def action_cancel_selected(self: QueueConsole) -> None:  # type: ignore[misc]
         job = self._selected_for("cancel")
-        if job is None:
-            return
+        if job is not None:
+            self.ask_cancel(job)
+
+    def ask_cancel(self: QueueConsole, job: Job) -> None:  # type: ignore[misc]
         if job.state in FINISHED_STATES:
             self.notify(
                 f"Job {_name(job.id)} is {job.state.value}; there is nothing to cancel.",

@@ -337,17 +337,17 @@ async def test_the_command_palette_offers_every_action(make_console, settle) -> 
         assert app.pane is Pane.DEAD
 
 
-async def test_pause_stops_reading_until_resumed(make_console, demo_store, settle) -> None:
+async def test_freeze_stops_reading_until_resumed(make_console, demo_store, settle) -> None:
     app = make_console(refresh=0.1)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        await pilot.press("p")
-        assert "PAUSED" in shown(app.summary)
+        await pilot.press("f")
+        assert "FROZEN" in shown(app.summary)
         demo_store.enqueue(JobSpec(id="while-paused", command="true"), 3, 1)
         await pilot.pause(0.5)
         await settle(pilot)
         assert "while-paused" not in app.table_for(Pane.JOBS).keys
-        await pilot.press("p")
+        await pilot.press("f")
         await settle(pilot)
         assert "while-paused" in app.table_for(Pane.JOBS).keys
 

@@ -24,6 +24,29 @@ def test_jobs_pane_at_80x24(snap_compare, make_console, settle) -> None:
     assert snap_compare(make_console(), terminal_size=(80, 24), run_before=_before(settle))
 
 
+def test_jobs_pane_at_160x50(snap_compare, make_console, settle) -> None:
+    """Wide: ids and worker ids whole, the command takes the rest."""
+    assert snap_compare(make_console(), terminal_size=(160, 50), run_before=_before(settle))
+
+
+def test_workers_pane_at_160x50(snap_compare, make_console, settle) -> None:
+    app = make_console()
+    assert snap_compare(app, terminal_size=(160, 50), run_before=_before(settle, "w"))
+
+
+def test_a_running_job_s_live_output(snap_compare, make_console, settle) -> None:
+    async def run(pilot: Pilot) -> None:
+        await settle(pilot)
+        await pilot.press("slash", *"import-orders", "enter")
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        await pilot.pause(0.5)  # the output is read at its own pace
+        await settle(pilot)
+
+    assert snap_compare(make_console(), terminal_size=(100, 30), run_before=run)
+
+
 def test_failed_jobs_tab(snap_compare, make_console, settle) -> None:
     app = make_console()
     assert snap_compare(app, terminal_size=(100, 30), run_before=_before(settle, "4"))

@@ -132,15 +132,18 @@
     const have = [...container.childNodes];
     want.forEach((node, index) => {
       const old = have[index];
+      if (old === node) return; // a node that lives across draws (live output) stays as it is
       if (!old) container.append(node);
-      else if (old.nodeName !== node.nodeName) container.replaceChild(node, old);
+      else if (old.nodeName !== node.nodeName || node.dataset?.keep) {
+        container.replaceChild(node, old);
+      }
       else if (node.nodeType === Node.TEXT_NODE) {
         if (old.nodeValue !== node.nodeValue) old.nodeValue = node.nodeValue;
       } else {
         patch(old, node);
       }
     });
-    for (const extra of have.slice(want.length)) extra.remove();
+    for (const extra of have.slice(want.length)) if (!want.includes(extra)) extra.remove();
   }
 
   function patch(old, node) {
@@ -391,13 +394,50 @@
       output);
   }
 
+  // -- live output: the running attempt's, streamed as the pool stores it -------------------
+  // One stream at a time (GET /output/ID?follow=1); the browser resumes a dropped one where
+  // it was (Last-Event-ID). Its <pre> outlives the detail's redraws, and stays at the end
+  // unless the reader scrolled up.
+  let live = null;
+
+  function stopLive() {
+    if (live) live.source.close();
+    live = null;
+  }
+
+  function liveOutput(job) {
+    if (live && live.id === job.id) return live.node;
+    stopLive();
+    const node = el("pre", { class: "output live", tabindex: "0", "data-keep": "1" });
+    const source = new EventSource("/output/" + encodeURIComponent(job.id) + "?follow=1");
+    live = { id: job.id, node, source };
+    source.addEventListener("output", (event) => {
+      const data = JSON.parse(event.data);
+      const atEnd = node.scrollHeight - node.scrollTop - node.clientHeight < 4;
+      if (data.started) node.replaceChildren();
+      if (data.skipped) {
+        node.append(el("span", { class: "dim" }, `[${data.skipped} bytes not kept]\n`));
+      }
+      for (const piece of data.chunks) {
+        const text = printable(piece.text, false);
+        node.append(piece.stream === "stderr" ? el("span", { class: "stderr" }, text)
+          : document.createTextNode(text));
+      }
+      if (atEnd) node.scrollTop = node.scrollHeight;
+    });
+    source.addEventListener("end", () => source.close());
+    return node;
+  }
+
   function drawDetail(job, missing) {
     const layer = parts.detail;
     if (view.job === null) {
+      stopLive();
       layer.hidden = true;
       layer.replaceChildren();
       return;
     }
+    if (!job || job.state !== "processing") stopLive();
     const closeUrl = href(view, { job: null });
     const close = nav(closeUrl, { class: "close" }, "Close \u00d7");
     const backdrop = nav(closeUrl, { class: "backdrop", "aria-label": "Close" });
@@ -436,6 +476,9 @@
       const attempts = [...job.attempt_history].reverse().map(attempt);
       body = [
         el("dl", { class: "fields" }, fields.flat()),
+        job.state === "processing" ? el("h3", {}, `Output of attempt ${job.runs} `,
+          dim("as it is printed")) : null,
+        job.state === "processing" ? liveOutput(job) : null,
         el("h3", {}, "Attempts ", dim("newest first")),
         el("ol", { class: "attempts" },
           attempts.length ? attempts : el("p", { class: "empty" }, "Not run yet.")),

@@ -126,6 +126,12 @@ class Database:
         # on disk after a burst (a bulk enqueue or a busy pool can grow it to tens of MB).
         conn.execute("PRAGMA journal_size_limit = 16777216")
 
+    def holds_file(self) -> bool:
+        """Connected to the queue's file (not to a stand-in, for want of one)."""
+        with self._lock:
+            self._connection()  # a file that appeared meanwhile is taken up
+            return not self._stand_in
+
     def _connection(self) -> sqlite3.Connection:
         """The connection to read from; a stand-in gives way to the file once there is one."""
         if self._stand_in and recognise(self.location) is FileKind.QUEUE:

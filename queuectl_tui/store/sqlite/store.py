@@ -73,6 +73,10 @@ class SQLiteStore(Store):
     def close(self) -> None:
         self._db.close()
 
+    @property
+    def exists(self) -> bool:
+        return self._db.holds_file()
+
     def change_feed(self, mode: str = "auto") -> ChangeFeed:
         return SQLiteChangeFeed(self, self._db.wal_path(), mode)
 

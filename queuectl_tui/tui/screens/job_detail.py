@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from rich.console import Group
 from rich.table import Table
@@ -19,7 +20,7 @@ from textual.widgets import DataTable, Footer, Static
 from ...display import last_line, printable
 from ...errors import QueueError
 from ...job_output import STEP_PIECES, OutputCursor, OutputStep, read_output
-from ...models import Attempt, Job, JobState
+from ...models import FINISHED_STATES, Attempt, Job, JobState
 from ...store import Store, StoreCorrupt, StoreError
 from ...timeutil import human_seconds
 from .. import format as fmt
@@ -52,6 +53,7 @@ def fields_table(job: Job, now: int) -> Group:
     if running:
         state.append(f"  running for {running}", style="bold yellow")
     grid.add_row("id", fmt.plain(job.id), "state", state)
+    grid.add_row("queue", fmt.plain(job.queue), "type", fmt.plain(job.job_type or ""))
     wait = fmt.next_run(job, now)
     run_at = Text(fmt.timestamp(job.run_at))
     if wait.plain:
@@ -79,10 +81,21 @@ def fields_table(job: Job, now: int) -> Group:
     return Group(grid, wide)
 
 
+@dataclass(frozen=True, slots=True)
+class DetailControls:
+    """What the detail may do to its job, through the console's own asking actions."""
+
+    retry: Callable[[Job], None]
+    cancel: Callable[[Job], None]
+    pause_queue: Callable[[str], object]  # pause or resume the job's queue (asks first)
+
+
 class JobDetailScreen(Screen[None]):
     BINDINGS = [
         Binding("escape", "back", "Back"),
         Binding("r", "retry", "Retry job"),
+        Binding("c", "cancel", "Cancel job"),
+        Binding("P", "pause_queue", "Pause queue", show=False),
         Binding("o", "focus_output", "Output"),
         Binding("end", "follow", "Follow", priority=True),
         Binding("home", "output_top", "Top", show=False, priority=True),
@@ -95,14 +108,14 @@ class JobDetailScreen(Screen[None]):
         job_id: str,
         clock: Callable[[], int],
         refresh_seconds: float,
-        retry: Callable[[Job], None] | None,
+        controls: DetailControls | None,
     ) -> None:
         super().__init__()
         self.store = store
         self.job_id = job_id
         self.clock = clock
         self.refresh_seconds = refresh_seconds
-        self.retry = retry
+        self.controls = controls  # None: read-only
         self.job: Job | None = None
         self.attempts: list[Attempt] = []
         self._token: int | None = None
@@ -136,10 +149,14 @@ class JobDetailScreen(Screen[None]):
         self.set_interval(OUTPUT_POLL, self.poll_output)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "retry":
-            return self.retry is not None and (
-                self.job is not None and self.job.state is JobState.DEAD
-            )
+        job = self.job
+        if action in ("retry", "cancel", "pause_queue"):
+            if self.controls is None or job is None:
+                return False
+            if action == "retry":
+                return job.state is JobState.DEAD
+            if action == "cancel":
+                return job.state not in FINISHED_STATES
         return True
 
     @work(thread=True, exclusive=True, group="detail")
@@ -312,8 +329,16 @@ class JobDetailScreen(Screen[None]):
         self.dismiss(None)
 
     def action_retry(self) -> None:
-        if self.retry is not None and self.job is not None and self.job.state is JobState.DEAD:
-            self.retry(self.job)
+        if self.controls is not None and self.job is not None and self.job.state is JobState.DEAD:
+            self.controls.retry(self.job)
+
+    def action_cancel(self) -> None:
+        if self.controls is not None and self.job is not None:
+            self.controls.cancel(self.job)
+
+    def action_pause_queue(self) -> None:
+        if self.controls is not None and self.job is not None:
+            self.controls.pause_queue(self.job.queue)
 
     def action_focus_output(self) -> None:
         self.query_one("#output").focus()

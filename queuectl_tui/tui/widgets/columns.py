@@ -1,6 +1,7 @@
-"""Fixed-width columns with one flexible column that takes the rest of the width, so that a
-table fits 80 columns and uses a wide terminal well. Cells are cut to their column here, with
-a one-space gap, because the tables draw without cell padding."""
+"""Fixed-width columns, columns that fit what they show (ids), and one flexible column that
+takes the rest of the width, so that a table fits 80 columns and uses a wide terminal well: at
+160 columns ids are whole. Cells are cut to their column here, with a one-space gap, because
+the tables draw without cell padding."""
 
 from __future__ import annotations
 
@@ -23,8 +24,31 @@ SCROLLBAR = 1
 class ColumnSpec:
     key: str
     label: str
-    width: int  # cells including the gap; 0 for the flexible column
+    width: int  # cells including the gap (a fitted column's least); 0 for the flexible column
     right: bool = False
+    fit: int = 0  # above 0: as wide as its widest cell, up to this, room allowing
+
+
+def layout(specs: Sequence[ColumnSpec], width: int, widest: dict[str, int]) -> dict[str, int]:
+    """Each column's width for a table `width` cells wide whose fitted columns' widest cells
+    are `widest`: the flexible column keeps MIN_FLEX_WIDTH, and fitted columns give up room
+    (down to their least) in proportion to what they asked for beyond it."""
+    room = width - SCROLLBAR
+    fixed = sum(spec.width for spec in specs if not spec.fit)
+    wanted = {
+        spec.key: max(spec.width, min(spec.fit, widest.get(spec.key, 0) + 1))
+        for spec in specs
+        if spec.fit
+    }
+    spare = room - fixed - MIN_FLEX_WIDTH - sum(spec.width for spec in specs if spec.fit)
+    extra = {key: wanted[key] - spec.width for spec in specs if spec.fit for key in [spec.key]}
+    asked = sum(extra.values())
+    if asked > max(0, spare):
+        share = max(0, spare) / asked
+        wanted = {spec.key: spec.width + int(extra[spec.key] * share) for spec in specs if spec.fit}
+    widths = {spec.key: wanted.get(spec.key, spec.width) for spec in specs}
+    flex = max(MIN_FLEX_WIDTH, room - sum(widths.values()))
+    return {key: value or flex for key, value in widths.items()}
 
 
 def fit(cell: Text, width: int, right: bool = False) -> Text:
@@ -51,47 +75,54 @@ class ColumnTable(KeyedTable, Generic[T]):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.cell_padding = 0
-        self._flex_width = 0
+        self._widths: dict[str, int] = {}
         self._items: list[T] = []
+        self._built: list[tuple[str, Sequence[Text]]] = []  # the items' rows, uncut
         self._by_key: dict[str, T] = {}
         self._now = 0
 
     def on_mount(self) -> None:
-        self._build_columns(self._flex_for(self.size.width or 80))
+        self._lay_out(self.size.width or 80)
 
-    def _flex_for(self, width: int) -> int:
-        fixed = sum(spec.width for spec in self.COLUMNS)
-        return max(MIN_FLEX_WIDTH, width - fixed - SCROLLBAR)
-
-    def _build_columns(self, flex: int) -> None:
-        self._flex_width = flex
+    def _lay_out(self, width: int) -> bool:
+        """Give the columns the widths the table's width and cells call for; True if they
+        changed (the rows are then drawn again)."""
+        widest: dict[str, int] = {}
+        for index, spec in enumerate(self.COLUMNS):
+            if spec.fit:
+                cells = (cells[index] for _, cells in self._built if index < len(cells))
+                widest[spec.key] = max((cell.cell_len for cell in cells), default=0)
+        widths = layout(self.COLUMNS, width, widest)
+        if widths == self._widths:
+            return False
+        selected = self.selected_key if self._widths else None
+        if self._widths:
+            self.reset()
+            self.clear(columns=True)
+        self._widths = widths
         for spec in self.COLUMNS:
-            self.add_column(spec.label, width=spec.width or flex, key=spec.key)
+            self.add_column(spec.label, width=widths[spec.key], key=spec.key)
+        if selected is not None:
+            self.sync([self._fitted(row) for row in self._built])
+            self.select_key(selected)
+        return True
 
     def on_resize(self, event: events.Resize) -> None:
-        flex = self._flex_for(event.size.width)
-        if flex == self._flex_width:
-            return
-        selected = self.selected_key
-        self.reset()
-        self.clear(columns=True)
-        self._build_columns(flex)
-        self.show(self._items, self._now)
-        if selected is not None:
-            self.select_key(selected)
+        self._lay_out(event.size.width)
 
     def show(self, items: Sequence[T], now: int) -> None:
         """Show these items (already in display order) as of `now`."""
         self._items = list(items)
         self._now = now
-        rows = [self._row(item, now) for item in self._items]
-        self._by_key = {key: item for (key, _), item in zip(rows, self._items, strict=False)}
-        self.sync(rows)
+        self._built = [self.build(item, now) for item in self._items]
+        self._by_key = {key: item for (key, _), item in zip(self._built, self._items, strict=False)}
+        self._lay_out(self.size.width or 80)
+        self.sync([self._fitted(row) for row in self._built])
 
-    def _row(self, item: T, now: int) -> Row:
-        key, cells = self.build(item, now)
+    def _fitted(self, row: tuple[str, Sequence[Text]]) -> Row:
+        key, cells = row
         fitted = [
-            fit(cell, spec.width or self._flex_width, spec.right)
+            fit(cell, self._widths[spec.key], spec.right)
             for cell, spec in zip(cells, self.COLUMNS, strict=False)
         ]
         return key, fitted
@@ -100,6 +131,7 @@ class ColumnTable(KeyedTable, Generic[T]):
         """No rows and no items until the next `show` (the view is being read)."""
         self.reset()
         self._items = []
+        self._built = []
         self._by_key = {}
 
     @property

@@ -14,7 +14,7 @@ from .columns import ColumnSpec, ColumnTable
 
 class DeadTable(ColumnTable[Job]):
     COLUMNS = (
-        ColumnSpec("id", "ID", 14),
+        ColumnSpec("id", "ID", 14, fit=64),
         ColumnSpec("runs", "RUNS", 6, right=True),
         ColumnSpec("exit", "EXIT", 6, right=True),
         ColumnSpec("died", "DIED", 8),

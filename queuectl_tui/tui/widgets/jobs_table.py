@@ -6,21 +6,23 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
-from ...models import Job
+from ...models import FINISHED_STATES, Job, JobState
 from ...timeutil import human_age
 from .. import format as fmt
 from .columns import ColumnSpec, ColumnTable
 
+ENDED_STATES = (*FINISHED_STATES, JobState.FAILED)  # the last attempt is over
+
 
 class JobsTable(ColumnTable[Job]):
     COLUMNS = (
-        ColumnSpec("id", "ID", 13),
+        ColumnSpec("id", "ID", 13, fit=64),
         ColumnSpec("state", "STATE", 11),
         ColumnSpec("priority", "PRI", 4, right=True),
         ColumnSpec("attempts", "TRY", 5, right=True),
         ColumnSpec("next_run", "NEXT RUN", 9),
         ColumnSpec("updated", "UPDATED", 8),
-        ColumnSpec("worker", "WORKER", 10),
+        ColumnSpec("worker", "WORKER", 10, fit=40),
         ColumnSpec("exit", "EXIT", 5, right=True),
         ColumnSpec("command", "COMMAND", 0),
     )
@@ -34,6 +36,7 @@ class JobsTable(ColumnTable[Job]):
             fmt.next_run(job, now),
             Text(human_age(job.updated_at, now), style="dim"),
             fmt.plain(job.worker_id or ""),
-            fmt.exit_text(job.exit_code),
+            # A waiting or running job's exit code is its previous attempt's: not shown.
+            fmt.exit_text(job.exit_code if job.state in ENDED_STATES else None),
             fmt.plain(job.command),
         )

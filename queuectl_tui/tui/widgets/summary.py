@@ -1,5 +1,5 @@
 """The summary bar, always on top: database, counts per state, workers, throughput, and
-whether live updates are paused, or the database cannot be read."""
+whether live updates are frozen, or the database cannot be read."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ class SummaryData:
     active_workers: int = 0
     completed_per_minute: list[int] = field(default_factory=list)
     failed_per_minute: list[int] = field(default_factory=list)
+    exists: bool = True
 
 
 WIDE = 90  # columns; narrower terminals get shorter sparklines
@@ -55,12 +56,15 @@ class SummaryBar(Widget):
         where = Text.assemble(
             ("queuectl ", "bold"), ("db ", "dim"), fmt.plain(shown(data.database))
         )
+        if not data.exists:
+            where.append("  no queue here yet", style="bold black on yellow")
+            where.append(" (the first job enqueued creates it)", style="dim")
         mode = Text()
         if self.readonly:
             mode.append(" READ-ONLY ", style="bold black on yellow")
             mode.append(" ")
         if self.paused:
-            mode.append(" PAUSED ", style="bold white on dark_red")
+            mode.append(" FROZEN (f) ", style="bold white on dark_red")
         elif self.lost:
             mode.append(" DATABASE LOST ", style="bold white on red")
             mode.append(" counts as last read", style="dim")

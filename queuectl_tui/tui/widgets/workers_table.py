@@ -15,12 +15,12 @@ from .columns import ColumnSpec, ColumnTable
 
 class WorkersTable(ColumnTable[Worker]):
     COLUMNS = (
-        ColumnSpec("id", "WORKER", 0),
+        ColumnSpec("id", "WORKER", 14, fit=60),
         ColumnSpec("pid", "PID", 8, right=True),
         ColumnSpec("host", "HOST", 12),
         ColumnSpec("status", "STATUS", 15),
         ColumnSpec("heartbeat", "HEARTBEAT", 13),
-        ColumnSpec("job", "JOB", 14),
+        ColumnSpec("job", "JOB", 0),
         ColumnSpec("done", "DONE", 7, right=True),
         ColumnSpec("failed", "FAILED", 7, right=True),
     )
