@@ -44,6 +44,31 @@ ACTIONS: tuple[ActionSpec, ...] = (
     # Not in the footer: Enter on a row is what every table does, and the footer is short.
     ActionSpec("enter", "open_job", "Open", "Open the selected job", TABLES, "Enter", footer=False),
     ActionSpec("slash", "filter", "Filter", "Filter by id or command text", TABLES, "/"),
+    ActionSpec(
+        "space",
+        "toggle_mark",
+        "Mark",
+        "Mark or unmark the selected job; r, c and D then act on the marked jobs",
+        TABLES,
+        "space",
+    ),
+    ActionSpec(
+        "v",
+        "mark_range",
+        "Mark range",
+        "Mark every row from the one marked last to the selected one",
+        TABLES,
+        footer=False,
+    ),
+    ActionSpec(
+        "asterisk",
+        "mark_matching",
+        "Mark all",
+        "Mark every job the view matches, on every page (its tab, queue and filter)",
+        TABLES,
+        "*",
+        footer=False,
+    ),
     ActionSpec("n", "new_job", "New", "Open the enqueue form", GLOBAL, mutating=True),
     ActionSpec(
         "r",
@@ -154,7 +179,13 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ),
     ActionSpec("ctrl+r", "refresh_now", "Refresh", "Read the database now", GLOBAL, footer=False),
     ActionSpec(
-        "escape", "clear_filter", "Clear filter", "Clear the filter", TABLES, "Esc", footer=False
+        "escape",
+        "clear_filter",
+        "Clear",
+        "Clear the marks, or else the filter",
+        TABLES,
+        "Esc",
+        footer=False,
     ),
     ActionSpec(
         "right_square_bracket", "next_page", "Next page", "Older jobs", TABLES, "]", footer=False

@@ -39,6 +39,7 @@ from ..store import Store, StoreCorrupt, StoreError
 from . import actions
 from .data import Pane, Snapshot, ViewRequest, read_snapshot
 from .job_control import JobControl
+from .marks import Marks
 from .operations import QueueOperations
 from .screens.dialog import Dialog
 from .screens.help import HelpScreen, Section
@@ -75,7 +76,7 @@ class QueueChanged(Message):
     """Something committed to the queue (posted from the change listener's thread)."""
 
 
-class QueueConsole(QueueOperations, JobControl, App[None]):
+class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "queuectl"
     BINDINGS: ClassVar = [
@@ -127,6 +128,7 @@ class QueueConsole(QueueOperations, JobControl, App[None]):
         self._held_change: Timer | None = None
         self._listener: ChangeListener | None = None
         self.closing = False
+        self.init_marks()
         # A damaged database stops the console; the command then reports it (run_dashboard).
         self.fatal: StoreCorrupt | None = None
         self._key_in_flight = 0  # the serial number of the key being followed; 0: none
@@ -147,7 +149,7 @@ class QueueConsole(QueueOperations, JobControl, App[None]):
         with TabbedContent(id="panes", initial="jobs"):
             with TabPane("Jobs", id="jobs"):
                 yield Tabs(*(Tab(name, id=f"state-{name}") for name in STATE_TABS), id="states")
-                yield JobsTable(id="jobs-table")
+                yield JobsTable(id="jobs-table", marks=self.marks)
                 yield Static("", id="jobs-status", classes="status")
             with TabPane("Workers", id="workers"):
                 yield WorkersTable(
@@ -155,7 +157,7 @@ class QueueConsole(QueueOperations, JobControl, App[None]):
                 )
                 yield Static("", id="workers-status", classes="status")
             with TabPane("Dead letters", id="dead"):
-                yield DeadTable(id="dead-table")
+                yield DeadTable(id="dead-table", marks=self.marks)
                 yield Static("", id="dead-status", classes="status")
             with TabPane("Queues", id="queues"):
                 yield QueuesTable(id="queues-table")
@@ -526,6 +528,10 @@ class QueueConsole(QueueOperations, JobControl, App[None]):
                 else:
                     status.append(f" · {shown:,} rows", style="dim")
             status.append(" · newest first · ↓ past the end: older · [ ] g pages", style="dim")
+            if self.marks:
+                marked = Text(f"{len(self.marks):,} marked", style="bold black on cyan")
+                marked.append(" r c D act on them, Esc clears ", style="black on cyan")
+                status = Text.assemble(marked, " ", status, no_wrap=True, overflow="ellipsis")
         self.query_one(f"#{request.pane.value}-status", Static).update(status)
 
     # -- permissions ----------------------------------------------------------------------------
@@ -549,7 +555,7 @@ class QueueConsole(QueueOperations, JobControl, App[None]):
             return self.view_request().job_state is JobState.DEAD
         if action == "clear_filter":
             shown = bool(self.query_one("#filter-bar").display)
-            return bool(self.search) or self.queue_filter is not None or shown
+            return bool(self.marks or self.search) or self.queue_filter is not None or shown
         return True
 
     async def run_command(self, action: str) -> None:
@@ -719,6 +725,8 @@ class QueueConsole(QueueOperations, JobControl, App[None]):
         self.view_changed()
 
     def action_clear_filter(self) -> None:
+        if self.clear_marks():
+            return
         filter_input = self.query_one("#filter", Input)
         filter_input.value = ""
         self.query_one("#filter-bar").display = False

@@ -42,6 +42,9 @@ class JobControl:
 
     # -- cancel ---------------------------------------------------------------------------------
     def action_cancel_selected(self: QueueConsole) -> None:  # type: ignore[misc]
+        if self.marks and not self.refuse_readonly():
+            self.ask_about_marked("cancel")
+            return
         job = self._selected_for("cancel")
         if job is not None:
             self.ask_cancel(job)
@@ -88,6 +91,9 @@ class JobControl:
 
     # -- delete ---------------------------------------------------------------------------------
     def action_delete_selected(self: QueueConsole) -> None:  # type: ignore[misc]
+        if self.marks and not self.refuse_readonly():
+            self.ask_about_marked("delete")
+            return
         job = self._selected_for("delete")
         if job is None:
             return
@@ -124,6 +130,9 @@ class JobControl:
 
     # -- retry ----------------------------------------------------------------------------------
     def action_retry_selected(self: QueueConsole) -> None:  # type: ignore[misc]
+        if self.marks and not self.refuse_readonly():
+            self.ask_about_marked("retry")
+            return
         job = self._selected_for("retry")
         if job is None:
             return

@@ -5,7 +5,7 @@ the tables draw without cell padding."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -51,6 +51,13 @@ def layout(specs: Sequence[ColumnSpec], width: int, widest: dict[str, int]) -> d
     return {key: value or flex for key, value in widths.items()}
 
 
+MARK = ColumnSpec("mark", "", 2)  # ● on a marked row
+
+
+def mark_cell(marked: bool) -> Text:
+    return Text("●", style="bold cyan") if marked else Text("")
+
+
 def fit(cell: Text, width: int, right: bool = False) -> Text:
     """A cell cut to `width - 1` cells and, when right-aligned, followed by the gap."""
     room = max(1, width - 1)
@@ -72,8 +79,9 @@ class ColumnTable(KeyedTable, Generic[T]):
     # Subclasses define build(item, now) -> (row key, cells in COLUMNS order).
     build: Callable[[T, int], tuple[str, Sequence[Text]]]
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None, marks: Collection[str] = ()) -> None:
         super().__init__(id=id)
+        self.marks = marks  # the keys of marked rows (the console's own, kept up to date)
         self.cell_padding = 0
         self._widths: dict[str, int] = {}
         self._items: list[T] = []

@@ -9,11 +9,12 @@ from rich.text import Text
 from ...models import Job
 from ...timeutil import human_age
 from .. import format as fmt
-from .columns import ColumnSpec, ColumnTable
+from .columns import MARK, ColumnSpec, ColumnTable, mark_cell
 
 
 class DeadTable(ColumnTable[Job]):
     COLUMNS = (
+        MARK,
         ColumnSpec("id", "ID", 14, fit=64),
         ColumnSpec("runs", "RUNS", 6, right=True),
         ColumnSpec("exit", "EXIT", 6, right=True),
@@ -24,6 +25,7 @@ class DeadTable(ColumnTable[Job]):
 
     def build(self, job: Job, now: int) -> tuple[str, Sequence[Text]]:
         return job.id, (
+            mark_cell(job.id in self.marks),
             fmt.plain(job.id),
             fmt.number(job.runs),
             fmt.exit_text(job.exit_code),

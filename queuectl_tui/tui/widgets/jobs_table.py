@@ -9,13 +9,14 @@ from rich.text import Text
 from ...models import FINISHED_STATES, Job, JobState
 from ...timeutil import human_age
 from .. import format as fmt
-from .columns import ColumnSpec, ColumnTable
+from .columns import MARK, ColumnSpec, ColumnTable, mark_cell
 
 ENDED_STATES = (*FINISHED_STATES, JobState.FAILED)  # the last attempt is over
 
 
 class JobsTable(ColumnTable[Job]):
     COLUMNS = (
+        MARK,
         ColumnSpec("id", "ID", 13, fit=64),
         ColumnSpec("state", "STATE", 11),
         ColumnSpec("priority", "PRI", 4, right=True),
@@ -29,6 +30,7 @@ class JobsTable(ColumnTable[Job]):
 
     def build(self, job: Job, now: int) -> tuple[str, Sequence[Text]]:
         return job.id, (
+            mark_cell(job.id in self.marks),
             fmt.plain(job.id),
             fmt.state_text(job.state),
             fmt.number(job.priority),

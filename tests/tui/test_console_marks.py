@@ -1,0 +1,80 @@
+"""Marks in the console: space, a range, every job the view matches (over pages); retry,
+cancel and delete then act on exactly the marked ids, after a confirmation with the count."""
+
+from __future__ import annotations
+
+from queuectl_tui.models import JobSpec, JobState
+from queuectl_tui.tui.data import Pane
+from queuectl_tui.tui.screens.confirm import ConfirmScreen
+
+
+async def test_cancelling_three_marked_jobs_cancels_exactly_those(
+    make_console, demo_store, settle, wait_for
+) -> None:
+    app = make_console()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")  # pending
+        await settle(pilot)
+        table = app.table_for(Pane.JOBS)
+        pending = list(table.keys)
+        assert len(pending) == 4
+        await pilot.press("space", "down", "space", "space")  # the 1st, 3rd and 4th
+        await settle(pilot)
+        chosen = [pending[0], pending[2], pending[3]]
+        assert list(app.marks) == chosen
+        assert [table.cells_of(key)[0].plain for key in pending] == ["●", "", "●", "●"]
+        await pilot.press("c")
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, ConfirmScreen)
+        assert dialog.title_text == "Cancel the 3 marked jobs?"
+        await pilot.press("y")
+        await wait_for(
+            pilot, lambda: all(demo_store.get(i).state is JobState.CANCELLED for i in chosen)
+        )
+        assert demo_store.get(pending[1]).state is JobState.PENDING
+        await wait_for(pilot, lambda: not app.marks)
+
+
+async def test_marking_every_matching_job_reaches_past_the_page(
+    make_console, demo_store, settle, wait_for
+) -> None:
+    for index in range(30):
+        demo_store.enqueue(JobSpec(id=f"batch-{index:02d}", command="true"), 3, 1)
+    app = make_console(page_size=10)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"batch-", "enter")
+        await settle(pilot)
+        assert len(app.table_for(Pane.JOBS).keys) == 10  # one page of 30
+        await pilot.press("asterisk")
+        await wait_for(pilot, lambda: len(app.marks) == 30)
+        await settle(pilot)
+        await pilot.press("D")
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, ConfirmScreen)
+        assert dialog.title_text == "Delete the 30 marked jobs?"
+        await pilot.press("y")
+        await wait_for(pilot, lambda: not demo_store.list_jobs(search="batch-", limit=100))
+        assert demo_store.get("email-digest-78") is not None  # not matched, not touched
+
+
+async def test_a_range_and_escape(make_console, settle) -> None:
+    app = make_console()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        table = app.table_for(Pane.JOBS)
+        keys = table.keys
+        await pilot.press("space", "down", "down", "v")  # space moved down a row
+        await settle(pilot)
+        assert list(app.marks) == [keys[0], keys[1], keys[2], keys[3]]
+        assert "4 marked" in str(app.query_one("#jobs-status").render())
+        await pilot.press("escape")  # the marks go first, the filter stays
+        await settle(pilot)
+        assert not app.marks and table.cells_of(keys[0])[0].plain == ""
+        await pilot.press("c")  # no marks: the selected job alone
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, ConfirmScreen) and "marked" not in dialog.title_text
