@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from .errors import InvalidInput
+from .errors import InvalidInput, NotFound
 from .models import (
     FINISHED_STATES,
     MAX_QUEUE_LIMIT,
@@ -163,6 +163,34 @@ def delete_jobs(
         len,
     )
     return _report(store, ids, [job_id for result in results for job_id in result])
+
+
+def group_ids(store: Store, fingerprint: str, state: JobState = JobState.DEAD) -> list[str]:
+    """The jobs of one error group (of dead jobs, or failed ones); NotFound if it has none."""
+    ids = store.error_group_ids(state, fingerprint)
+    if not ids:
+        raise NotFound(f"no {state.value} jobs in the error group '{fingerprint}'")
+    return ids
+
+
+def group_subject(fingerprint: str, count: int) -> str:
+    return f"error group '{fingerprint[:80]}' ({count} jobs)"
+
+
+def retry_group(
+    store: Store, fingerprint: str, who: Operator, state: JobState = JobState.DEAD
+) -> Report:
+    """Retry every job of an error group (dead ones afresh, failed ones now)."""
+    ids = group_ids(store, fingerprint, state)
+    return retry_jobs(store, ids, who, group_subject(fingerprint, len(ids)))
+
+
+def delete_group(
+    store: Store, fingerprint: str, who: Operator, state: JobState = JobState.DEAD
+) -> Report:
+    """Delete every job of an error group that is still in that state."""
+    ids = group_ids(store, fingerprint, state)
+    return delete_jobs(store, ids, who, group_subject(fingerprint, len(ids)), state)
 
 
 def matching_ids(

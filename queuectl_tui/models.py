@@ -126,6 +126,7 @@ class Job:
     cancel_requested_at: int | None = None  # an operator asked to cancel it while it ran
     job_type: str | None = None  # a typed job: its type's command gets `payload` on stdin
     payload: str | None = None  # JSON text
+    error_group: str | None = None  # a failed run's fingerprint (error_groups.py)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape of a job, times as ISO 8601 UTC."""
@@ -152,6 +153,7 @@ class Job:
             "cancel_requested_at": to_iso(self.cancel_requested_at),
             "type": self.job_type,
             "payload": None if self.payload is None else json.loads(self.payload),
+            "error_group": self.error_group,
         }
 
 

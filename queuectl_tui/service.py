@@ -9,6 +9,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from .config import Settings
+from .error_groups import ErrorGroup
 from .errors import InvalidInput, NotFound
 from .models import (
     Attempt,
@@ -278,6 +279,13 @@ def queue_status(store: Store, queue: str | None = None) -> QueueCounts:
 
 def dead_jobs(store: Store, limit: int, after_seq: int | None = None) -> list[Job]:
     return store.list_jobs(JobState.DEAD, limit=limit, after_seq=after_seq)
+
+
+def error_groups(
+    store: Store, state: JobState = JobState.DEAD, limit: int = 100
+) -> list[ErrorGroup]:
+    """Dead (or failed) jobs grouped by how they failed, largest group first."""
+    return store.error_groups(state, limit)
 
 
 def queue_stats(store: Store, queue: str | None = None) -> QueueStats:

@@ -8,6 +8,7 @@ import threading
 import time
 from pathlib import Path
 
+from http_helpers import GENERATED as WRITE_GENERATED
 from http_helpers import READ, WRITE, bearer, client_for, settings_for
 from store_helpers import NOW, claim, settle
 
@@ -114,3 +115,39 @@ def test_streams_past_the_limit_are_refused(tmp_path: Path) -> None:
         assert refused.status_code == 503 and refused.headers["retry-after"] == "5"
         assert client.app.state.queuectl.followers.open == 0
         assert client.get("/output/build/42").status_code == 200  # a one-off read is not a stream
+
+
+def test_error_groups_over_http(tmp_path: Path) -> None:
+    from queuectl_tui.models import Outcome
+
+    store = open_store(str(tmp_path / "q.db"))
+    with store:
+        for index in range(2):
+            store.enqueue(spec(id=f"q{index}", max_retries=0), 3, NOW)
+            job = claim(store)
+            settle(
+                store,
+                job,
+                Outcome.FAILED,
+                exit_code=1,
+                output=f"quota /d/{index}",
+                error="exit code 1",
+            )
+    with client_for(settings_for(tmp_path)) as client:
+        body = client.get("/dlq/groups").json()
+        [group] = body["groups"]
+        assert (body["state"], group["count"], group["fingerprint"]) == (
+            "dead",
+            2,
+            "exit code 1 · quota <path>",
+        )
+        assert client.post("/dlq/groups/retry", json=group).status_code == 401  # a write
+        token = bearer(WRITE_GENERATED)
+        wanted = {"fingerprint": group["fingerprint"]}
+        retried = client.post("/dlq/groups/retry", json=wanted, headers=token)
+        assert retried.status_code == 200 and sorted(retried.json()["done"]) == ["q0", "q1"]
+        missing = client.post("/dlq/groups/delete", json={"fingerprint": "nope"}, headers=token)
+        assert missing.status_code == 404
+        bad = client.post("/dlq/groups/delete", json={"x": 1}, headers=token)
+        assert bad.status_code == 422
+        assert client.get("/dlq/groups", params={"state": "x"}).status_code == 422

@@ -6,6 +6,7 @@ import typer
 
 from .. import control, service
 from ..display import is_utf8
+from ..models import JobState
 
 # `render` (and rich with it) is imported by the commands that draw: enqueue and the
 # pool start without it.
@@ -44,12 +45,68 @@ def list_dead(
     out.print(render.dead_table(jobs))
 
 
+@app.command("groups")
+@guarded
+def groups(
+    ctx: typer.Context,
+    failed: bool = typer.Option(
+        False, "--failed", help="Group the failed jobs (waiting to retry) instead of the dead."
+    ),
+    limit: int = typer.Option(100, "--limit", "-n", min=1, max=10_000, help="At most this many."),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON array only."),
+) -> None:
+    """Dead jobs grouped by how they failed: the exit (or signal, or timeout) and the last
+    line printed, with numbers, hex, ids and paths masked. Largest group first.
+
+    Retry or delete a whole group with `dlq retry --group FAILURE` or `dlq delete --group`.
+
+    Example: queuectl dlq groups
+    """
+    state = JobState.FAILED if failed else JobState.DEAD
+    with open_store(ctx) as store:
+        found = service.error_groups(store, state, limit)
+    if as_json:
+        print_json([group.to_dict() for group in found])
+        return
+    from . import render
+
+    out = render.console()
+    if not found:
+        out.print(f"No {state.value} jobs.")
+        return
+    out.print(render.groups_table(found))
+
+
+def _group_text(group: str) -> str:
+    if not group.strip() or not is_utf8(group):
+        fail("--group must be a FAILURE as `dlq groups` shows it", EXIT_USAGE)
+    return group
+
+
+@app.command("delete")
+@guarded
+def delete_group(
+    ctx: typer.Context,
+    group: str = typer.Option(..., "--group", metavar="FAILURE", help="An error group's text."),
+) -> None:
+    """Delete every dead job of one error group, with its attempts and output.
+
+    Example: queuectl dlq delete --group 'exit code 1 · disk quota exceeded on <path>'
+    """
+    with open_store(ctx) as store:
+        report = control.delete_group(store, _group_text(group), control.local_operator("cli"))
+    print(f"Deleted {len(report.done)} dead job(s) of the group")
+
+
 @app.command("retry")
 @guarded
 def retry(
     ctx: typer.Context,
     job_ids: list[str] | None = typer.Argument(None, metavar="ID...", help="Dead jobs to retry."),
     retry_all: bool = typer.Option(False, "--all", help="Retry every dead job."),
+    group: str | None = typer.Option(
+        None, "--group", metavar="FAILURE", help="Retry every dead job of this error group."
+    ),
 ) -> None:
     """Return dead jobs to pending with a fresh retry budget (history is kept).
 
@@ -58,6 +115,14 @@ def retry(
 
     Example: queuectl dlq retry job1
     """
+    if group is not None:
+        if job_ids or retry_all:
+            fail("give job ids, --all or --group, not several", EXIT_USAGE)
+        with open_store(ctx) as store:
+            who = control.local_operator("cli")
+            report = control.retry_group(store, _group_text(group), who)
+        print(f"Retried {len(report.done)} dead job(s) of the group")
+        return
     if bool(job_ids) == retry_all:
         fail("give one or more job ids, or --all", EXIT_USAGE)
     bad = next((job_id for job_id in job_ids or () if not is_utf8(job_id)), None)

@@ -15,6 +15,7 @@ from rich.text import Text
 
 from .. import presentation
 from ..display import last_line, printable
+from ..error_groups import ErrorGroup
 from ..models import Attempt, AuditEntry, Job, JobState, QueueCounts, QueueInfo, Worker
 from ..presentation import STATE_STYLES
 from ..store import QueueStats
@@ -279,6 +280,27 @@ def dead_table(jobs: Sequence[Job]) -> FittedTable:
             plain(job.command),
         ]
         for job in jobs
+    ]
+    return FittedTable(columns, rows)
+
+
+def groups_table(groups: Sequence[ErrorGroup]) -> FittedTable:
+    columns = [
+        Column("JOBS", justify="right"),
+        Column("FIRST (UTC)", Role.OPTIONAL),
+        Column("LAST (UTC)", Role.OPTIONAL),
+        Column("EXAMPLE", Role.ID),
+        Column("FAILURE", Role.FLEX),
+    ]
+    rows: list[list[Text | str]] = [
+        [
+            f"{group.count:,}",
+            _when(group.first_at),
+            _when(group.last_at),
+            plain(group.example),
+            plain(group.fingerprint),
+        ]
+        for group in groups
     ]
     return FittedTable(columns, rows)
 

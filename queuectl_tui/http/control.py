@@ -69,6 +69,21 @@ async def retry_dead(request: Request) -> Response:
     )
 
 
+async def act_on_group(request: Request) -> Response:
+    """POST /dlq/groups/retry or /dlq/groups/delete: {"fingerprint": "..."} (dlq groups)."""
+    ctx = context(request)
+    who = ctx.gate.writer(request)
+    body = await json_body(request, ctx.settings.http_body_limit)
+    fingerprint = body.get("fingerprint") if isinstance(body, dict) else None
+    if not isinstance(fingerprint, str) or not fingerprint or set(body) != {"fingerprint"}:
+        raise HttpError(
+            422, 'send {"fingerprint": "..."} as GET /dlq/groups gives it', "fingerprint"
+        )
+    call = control.retry_group if request.url.path.endswith("/retry") else control.delete_group
+    report = await ctx.stores.run(lambda store: call(store, fingerprint, who))
+    return JSONResponse({"done": report.done, "unchanged": [i for i, _ in report.unchanged]})
+
+
 def _ids(body: Any) -> list[str] | None:
     if body is None or body == {}:
         return None
@@ -139,6 +154,8 @@ ROUTES = [
     Route("/jobs/{job_id:path}/retry", retry, methods=["POST"]),
     Route("/jobs/{job_id:path}", delete, methods=["DELETE"]),
     Route("/dlq/retry", retry_dead, methods=["POST"]),
+    Route("/dlq/groups/retry", act_on_group, methods=["POST"]),
+    Route("/dlq/groups/delete", act_on_group, methods=["POST"]),
     Route("/queues/{name}/pause", pause, methods=["POST"]),
     Route("/queues/{name}/resume", resume, methods=["POST"]),
     Route("/prune", prune, methods=["POST"]),

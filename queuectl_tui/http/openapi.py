@@ -194,6 +194,18 @@ def document(read_only: bool) -> dict[str, Any]:
         "/stats": _read("Throughput, attempts and latencies", _ref("Anything"), [_QUEUE_FILTER]),
         "/queues": _read("Every queue: depth, pause, limit", _ref("Anything")),
         "/workers": _read("Workers with their heartbeat age", _ref("Anything")),
+        "/dlq/groups": _read(
+            "Dead (or failed) jobs grouped by how they failed, largest first",
+            _ref("Anything"),
+            [
+                {
+                    "name": "state",
+                    "in": "query",
+                    "required": False,
+                    "schema": {"enum": ["dead", "failed"]},
+                }
+            ],
+        ),
         "/healthz": _read("Whether the database answers", _ref("Anything")),
         "/metrics.json": _read("The reference queue's metrics keys", _ref("Anything")),
         "/metrics": {
@@ -229,6 +241,12 @@ def document(read_only: bool) -> dict[str, Any]:
         paths["/jobs/{job_id}/cancel"] = {"post": _action("Cancel a job", [_JOB_ID])}
         paths["/jobs/{job_id}/retry"] = {"post": _action("Retry now or again", [_JOB_ID])}
         paths["/dlq/retry"] = {"post": _action("Retry dead jobs: all, or ids", [], body=True)}
+        paths["/dlq/groups/retry"] = {
+            "post": _action("Retry an error group's dead jobs", [], body=True)
+        }
+        paths["/dlq/groups/delete"] = {
+            "post": _action("Delete an error group's dead jobs", [], body=True)
+        }
         name = {"name": "name", "in": "path", "required": True, "schema": _QUEUE}
         paths["/queues/{name}/pause"] = {"post": _action("Pause a queue", [name])}
         paths["/queues/{name}/resume"] = {"post": _action("Resume a queue", [name])}

@@ -9,9 +9,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .. import control, service
-from ..models import QueueInfo, Worker
+from ..models import JobState, QueueInfo, Worker
 from ..store import Store
 from .context import context
+from .errors import HttpError
 from .requests import queue_param
 
 
@@ -33,6 +34,16 @@ async def queues(request: Request) -> Response:
 
     found, now = await context(request).stores.run(read)
     return JSONResponse({"queues": [queue.to_dict(now) for queue in found]})
+
+
+async def error_groups(request: Request) -> Response:
+    """GET /dlq/groups: dead jobs grouped by how they failed (?state=failed: failed ones)."""
+    asked = request.query_params.get("state", "dead")
+    if asked not in ("dead", "failed"):
+        raise HttpError(422, "state must be 'dead' or 'failed'", "state")
+    state = JobState(asked)
+    found = await context(request).stores.run(lambda store: service.error_groups(store, state))
+    return JSONResponse({"state": state.value, "groups": [group.to_dict() for group in found]})
 
 
 async def workers(request: Request) -> Response:
@@ -72,5 +83,6 @@ ROUTES = [
     Route("/stats", stats, methods=["GET"]),
     Route("/queues", queues, methods=["GET"]),
     Route("/workers", workers, methods=["GET"]),
+    Route("/dlq/groups", error_groups, methods=["GET"]),
     Route("/healthz", healthz, methods=["GET"]),
 ]

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..error_groups import ErrorGroup
 from ..errors import Conflict, Damaged, Unavailable
 from ..lifecycle import RetryPolicy
 from ..models import (
@@ -335,6 +336,14 @@ class Store(ABC):
         self, job_id: str, run: int, after_seq: int = -1, limit: int = 1000
     ) -> list[OutputChunk]:
         """The kept pieces of one run of a job numbered above `after_seq`, in order."""
+
+    @abstractmethod
+    def error_groups(self, state: JobState, limit: int = 100) -> list[ErrorGroup]:
+        """The error groups of one state's jobs (dead, or failed), largest first."""
+
+    @abstractmethod
+    def error_group_ids(self, state: JobState, fingerprint: str) -> list[str]:
+        """The ids of one state's jobs in one error group, in creation order."""
 
     @abstractmethod
     def list_jobs(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..error_groups import fingerprint
 from ..lifecycle import FAILED_OUTCOMES
 from ..models import Job, JobState, Outcome
 from .base import Settlement, SettleResult
@@ -33,3 +34,10 @@ def tally(
         elif settlement.outcome in FAILED_OUTCOMES and result.state is not JobState.CANCELLED:
             touch.failed += 1  # a run that failed once cancelled was asked for is neither
     return touched
+
+
+def error_group(settlement: Settlement, state: JobState) -> str | None:
+    """The group a failed run puts its job in (None unless the job is failed or dead now)."""
+    if state not in (JobState.FAILED, JobState.DEAD):
+        return None
+    return fingerprint(settlement.error, settlement.output)

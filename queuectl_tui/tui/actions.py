@@ -166,6 +166,13 @@ ACTIONS: tuple[ActionSpec, ...] = (
         "d", "show_pane('dead')", "Dead letters", "Show the dead letter queue", GLOBAL, footer=False
     ),
     ActionSpec("u", "show_pane('queues')", "Queues", "Show the queues pane", GLOBAL, footer=False),
+    ActionSpec(
+        "e",
+        "error_groups",
+        "Error groups",
+        "Dead jobs grouped by how they failed; retry or delete a group",
+        GLOBAL,
+    ),
     *(
         ActionSpec(
             str(index),

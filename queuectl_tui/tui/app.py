@@ -42,6 +42,7 @@ from .job_control import JobControl
 from .marks import Marks
 from .operations import QueueOperations
 from .screens.dialog import Dialog
+from .screens.error_groups import ErrorGroupsScreen
 from .screens.help import HelpScreen, Section
 from .screens.job_detail import DetailControls, JobDetailScreen
 from .widgets.columns import ColumnTable
@@ -545,7 +546,7 @@ class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
             return False
         if isinstance(self.screen, ModalScreen):
             return False
-        if isinstance(self.screen, JobDetailScreen):
+        if isinstance(self.screen, (JobDetailScreen, ErrorGroupsScreen)):
             return action in DETAIL_ACTIONS
         if isinstance(self.focused, Input) and action in actions.TYPED:
             return False  # the key is text for the input
@@ -768,6 +769,15 @@ class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
         self.action_show_pane("jobs")
         self._restart_paging()
         self.refresh_bindings()
+
+    def action_error_groups(self) -> None:
+        retry = None if self.readonly else self.ask_retry_group
+        delete = None if self.readonly else self.ask_delete_group
+        self.push_screen(
+            ErrorGroupsScreen(
+                self.reader, self.clock, self.refresh_seconds, retry, delete, self.open_job
+            )
+        )
 
     def open_job(self, job_id: str) -> None:
         controls = (

@@ -13,7 +13,8 @@ from textual import work
 
 from .. import control
 from ..display import printable
-from ..errors import InvalidInput
+from ..error_groups import ErrorGroup
+from ..errors import InvalidInput, NotFound
 from ..models import FINISHED_STATES, Job, JobState, QueueInfo
 from ..store import StoreError
 from .data import Pane
@@ -181,6 +182,41 @@ class JobControl:
         else:
             message = f"Job {_name(report.done[0])} is pending again."
         self.tell_done(message)
+
+    # -- error groups -------------------------------------------------------------------------
+    def ask_retry_group(self: QueueConsole, group: ErrorGroup) -> None:  # type: ignore[misc]
+        jobs = f"{group.count:,} dead job{'s' * (group.count != 1)}"
+        message = Text(f"They failed with: {printable(group.fingerprint)}\n", style="")
+        message.append("They go back to pending with a fresh retry budget.", style="dim")
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.act_on_group("retry", group)
+
+        self.push_screen(ConfirmScreen(f"Retry the group's {jobs}?", message, "Retry"), answered)
+
+    def ask_delete_group(self: QueueConsole, group: ErrorGroup) -> None:  # type: ignore[misc]
+        jobs = f"{group.count:,} dead job{'s' * (group.count != 1)}"
+        message = Text(f"They failed with: {printable(group.fingerprint)}\n")
+        message.append("They go with their attempts and output. ")
+        message.append("This cannot be undone.", style="bold")
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.act_on_group("delete", group)
+
+        self.push_screen(ConfirmScreen(f"Delete the group's {jobs}?", message, "Delete"), answered)
+
+    @work(thread=True, group="write")
+    def act_on_group(self: QueueConsole, what: str, group: ErrorGroup) -> None:
+        call = control.retry_group if what == "retry" else control.delete_group
+        try:
+            report = call(self.writer, group.fingerprint, self.operator)
+        except (StoreError, NotFound) as error:
+            self.tell_error(error)
+            return
+        verb = "Retried" if what == "retry" else "Deleted"
+        self.tell_done(f"{verb} {len(report.done):,} dead jobs of the group.")
 
     # -- the selected job's queue -------------------------------------------------------------
     def action_toggle_queue(self: QueueConsole) -> None:  # type: ignore[misc]

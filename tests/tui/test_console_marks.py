@@ -78,3 +78,31 @@ async def test_a_range_and_escape(make_console, settle) -> None:
         await settle(pilot)
         dialog = app.screen
         assert isinstance(dialog, ConfirmScreen) and "marked" not in dialog.title_text
+
+
+async def test_error_groups_open_with_e_and_a_group_is_retried_in_two_keys(
+    make_console, demo_store, settle, wait_for
+) -> None:
+    from queuectl_tui.tui.screens.error_groups import ErrorGroupsScreen
+
+    groups = demo_store.error_groups(JobState.DEAD)
+    assert groups and sum(group.count for group in groups) == 4  # every dead demo job
+    app = make_console()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ErrorGroupsScreen)
+        assert [group.fingerprint for group in screen.groups] == [g.fingerprint for g in groups]
+        assert screen.query_one("#groups").row_count == len(groups)
+        await pilot.press("r")
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, ConfirmScreen)
+        noun = "job" if groups[0].count == 1 else "jobs"
+        assert dialog.title_text == f"Retry the group's {groups[0].count} dead {noun}?"
+        ids = demo_store.error_group_ids(JobState.DEAD, groups[0].fingerprint)
+        assert len(ids) == groups[0].count
+        await pilot.press("y")
+        await wait_for(pilot, lambda: all(demo_store.get(i).state is JobState.PENDING for i in ids))

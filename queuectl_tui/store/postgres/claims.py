@@ -18,7 +18,7 @@ from ...lifecycle import RetryPolicy, after_attempt
 from ...models import Job, JobState, Outcome
 from ..base import Exchange, Settlement, SettleResult
 from ..rows import JOBS
-from ..settling import WorkerTouch, tally
+from ..settling import WorkerTouch, error_group, tally
 from .statements import SQL
 
 Conn = psycopg.Connection[Any]
@@ -281,6 +281,7 @@ def _settle_other(
             now,
             settlement.exit_code,
             text(settlement.error),
+            text(error_group(settlement, step.state)),
             now,
             job.seq,
         ),

@@ -12,6 +12,7 @@ from typing import Any
 
 import psycopg
 
+from ...error_groups import ErrorGroup
 from ...lifecycle import RetryPolicy
 from ...models import (
     STATES,
@@ -191,6 +192,15 @@ class PostgresStore(Store):
             return []
         with self.db.for_one_statement(self._wait) as conn:
             return OUTPUT_CHUNKS.all(conn, SQL["output_chunks"], (job_id, run, after_seq, limit))
+
+    def error_groups(self, state: JobState, limit: int = 100) -> list[ErrorGroup]:
+        rows = self._read(SQL["error_groups"], (state.value, limit))
+        return [ErrorGroup(*row) for row in rows]
+
+    def error_group_ids(self, state: JobState, fingerprint: str) -> list[str]:
+        if not _nameable(fingerprint):
+            return []
+        return [row[0] for row in self._read(SQL["error_group_ids"], (state.value, fingerprint))]
 
     def list_jobs(
         self,

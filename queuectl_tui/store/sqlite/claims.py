@@ -11,7 +11,7 @@ from ...lifecycle import RetryPolicy, after_attempt
 from ...models import Job, JobState, Outcome
 from ..base import Exchange, Settlement, SettleResult
 from ..rows import JOBS
-from ..settling import WorkerTouch, tally
+from ..settling import WorkerTouch, error_group, tally
 from . import ready
 from .statements import SQL, chunks, with_list
 
@@ -200,6 +200,7 @@ def _settle_one(
                 now,
                 settlement.exit_code,
                 settlement.error,
+                error_group(settlement, state),
                 now,
                 job.seq,
             ),

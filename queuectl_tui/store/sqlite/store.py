@@ -6,6 +6,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from ...error_groups import ErrorGroup
 from ...files import DEFAULT_FILE_MODE
 from ...lifecycle import RetryPolicy
 from ...models import (
@@ -147,6 +148,13 @@ class SQLiteStore(Store):
         return self._db.read_as(
             OUTPUT_CHUNKS, SQL["output_chunks"], (job_id, run, after_seq, limit)
         )
+
+    def error_groups(self, state: JobState, limit: int = 100) -> list[ErrorGroup]:
+        rows = self._db.read(SQL["error_groups"], (state.value, limit))
+        return [ErrorGroup(*row) for row in rows]
+
+    def error_group_ids(self, state: JobState, fingerprint: str) -> list[str]:
+        return [row[0] for row in self._db.read(SQL["error_group_ids"], (state.value, fingerprint))]
 
     def list_jobs(
         self,

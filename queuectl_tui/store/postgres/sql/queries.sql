@@ -149,6 +149,24 @@ SELECT c.seq, c.stream, c.body AS text, c.at, c.byte_offset
  ORDER BY c.seq LIMIT %s
 
 
+-- == error groups ============================================================================
+
+-- name: error_groups
+-- The groups of one state's jobs, largest first, each with its latest job (jobs_error_groups).
+SELECT g.error_group, count(*), min(g.finished_at), max(g.finished_at),
+       (SELECT e.id FROM jobs e
+         WHERE e.state = g.state AND e.error_group = g.error_group
+         ORDER BY e.finished_at DESC LIMIT 1)
+  FROM jobs g
+ WHERE g.state = %s AND g.error_group IS NOT NULL
+ GROUP BY g.state, g.error_group
+ ORDER BY count(*) DESC, g.error_group
+ LIMIT %s
+
+-- name: error_group_ids
+SELECT id FROM jobs WHERE state = %s AND error_group = %s ORDER BY seq
+
+
 -- == queues ==================================================================================
 
 -- name: queue_settings
@@ -532,7 +550,7 @@ SELECT * FROM jobs
 -- name: settle_job
 -- After job_to_settle found and locked the row within the fence.
 UPDATE jobs SET state = %s, run_at = %s, attempts = %s, worker_id = NULL, worker_pid = NULL,
-                finished_at = %s, exit_code = %s, last_error = %s, updated_at = %s
+                finished_at = %s, exit_code = %s, last_error = %s, error_group = %s, updated_at = %s
  WHERE seq = %s
 
 -- name: record_attempts

@@ -20,7 +20,7 @@ VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 RETURNING seq, id, command, state, priority, run_at, max_retries, timeout, attempts, runs,
           idempotency_key, created_at, updated_at, claimed_at, worker_id, worker_pid,
           finished_at, exit_code, last_error, queue, cancel_requested_at,
-       job_type, payload
+       job_type, payload, error_group
 
 -- name: count_inserted
 -- New jobs are pending; their counter is kept here, once per statement, rather than by a
@@ -42,21 +42,21 @@ SELECT coalesce(max(seq), 0) FROM jobs
 SELECT seq, id, command, state, priority, run_at, max_retries, timeout, attempts, runs,
        idempotency_key, created_at, updated_at, claimed_at, worker_id, worker_pid,
        finished_at, exit_code, last_error, queue, cancel_requested_at,
-       job_type, payload
+       job_type, payload, error_group
   FROM jobs WHERE idempotency_key = ?
 
 -- name: job_by_id
 SELECT seq, id, command, state, priority, run_at, max_retries, timeout, attempts, runs,
        idempotency_key, created_at, updated_at, claimed_at, worker_id, worker_pid,
        finished_at, exit_code, last_error, queue, cancel_requested_at,
-       job_type, payload
+       job_type, payload, error_group
   FROM jobs WHERE id = ?
 
 -- name: job_by_seq
 SELECT seq, id, command, state, priority, run_at, max_retries, timeout, attempts, runs,
        idempotency_key, created_at, updated_at, claimed_at, worker_id, worker_pid,
        finished_at, exit_code, last_error, queue, cancel_requested_at,
-       job_type, payload
+       job_type, payload, error_group
   FROM jobs WHERE seq = ?
 
 -- name: stored_id_among
@@ -75,7 +75,7 @@ SELECT j.id AS job_id, a.number, a.worker_id, a.scheduled_at, a.started_at, a.fi
 SELECT seq, id, command, state, priority, run_at, max_retries, timeout, attempts, runs,
        idempotency_key, created_at, updated_at, claimed_at, worker_id, worker_pid,
        finished_at, exit_code, last_error, queue, cancel_requested_at,
-       job_type, payload
+       job_type, payload, error_group
   FROM jobs
 
 -- name: list_jobs_in_state
@@ -187,6 +187,24 @@ SELECT c.seq, c.stream, c.body AS text, c.at, c.byte_offset
   FROM output_chunks c JOIN jobs j ON j.seq = c.job_seq
  WHERE j.id = ? AND c.run = ? AND c.seq > ?
  ORDER BY c.seq LIMIT ?
+
+
+-- == error groups ============================================================================
+
+-- name: error_groups
+-- The groups of one state's jobs, largest first, each with its latest job (jobs_error_groups).
+SELECT g.error_group, count(*), min(g.finished_at), max(g.finished_at),
+       (SELECT e.id FROM jobs e
+         WHERE e.state = g.state AND e.error_group = g.error_group
+         ORDER BY e.finished_at DESC LIMIT 1)
+  FROM jobs g
+ WHERE g.state = ? AND g.error_group IS NOT NULL
+ GROUP BY g.state, g.error_group
+ ORDER BY count(*) DESC, g.error_group
+ LIMIT ?
+
+-- name: error_group_ids
+SELECT id FROM jobs WHERE state = ? AND error_group = ? ORDER BY seq
 
 
 -- == queues ==================================================================================
@@ -329,7 +347,7 @@ UPDATE jobs SET state = 'processing', worker_id = ?, worker_pid = ?, claimed_at 
 RETURNING seq, id, command, state, priority, run_at, max_retries, timeout, attempts, runs,
           idempotency_key, created_at, updated_at, claimed_at, worker_id, worker_pid,
           finished_at, exit_code, last_error, queue, cancel_requested_at,
-       job_type, payload
+       job_type, payload, error_group
 
 -- name: first_waiting
 -- The first job of one queue in claim order, due or not (see claim_next).
@@ -384,7 +402,7 @@ UPDATE jobs SET state = 'processing', worker_id = ?, worker_pid = ?, claimed_at 
 RETURNING seq, id, command, state, priority, run_at, max_retries, timeout, attempts, runs,
           idempotency_key, created_at, updated_at, claimed_at, worker_id, worker_pid,
           finished_at, exit_code, last_error, queue, cancel_requested_at,
-       job_type, payload
+       job_type, payload, error_group
 
 -- name: active_workers_among
 SELECT id FROM workers WHERE status IN ('idle', 'busy', 'stopping') AND id IN (?, ...)
@@ -405,7 +423,7 @@ SELECT run_at, attempts, max_retries, cancel_requested_at IS NOT NULL FROM jobs
 -- name: settle_job
 -- After job_to_settle found the row within the fence, in the same transaction.
 UPDATE jobs SET state = ?, run_at = ?, attempts = ?, worker_id = NULL, worker_pid = NULL,
-                finished_at = ?, exit_code = ?, last_error = ?, updated_at = ?
+                finished_at = ?, exit_code = ?, last_error = ?, error_group = ?, updated_at = ?
  WHERE seq = ?
 
 -- name: record_attempt
@@ -429,7 +447,7 @@ UPDATE workers SET status = 'lost', stopped_at = ?, current_job = NULL
 SELECT seq, id, command, state, priority, run_at, max_retries, timeout, attempts, runs,
        idempotency_key, created_at, updated_at, claimed_at, worker_id, worker_pid,
        finished_at, exit_code, last_error, queue, cancel_requested_at,
-       job_type, payload
+       job_type, payload, error_group
   FROM jobs
  WHERE state = 'processing'
    AND worker_id NOT IN (SELECT id FROM workers WHERE status IN ('idle', 'busy', 'stopping'))
