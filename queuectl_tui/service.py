@@ -24,6 +24,7 @@ from .models import (
     WorkerStatus,
     parse_job_spec,
 )
+from .query import parse_query
 from .store import (
     Admission,
     BulkEnqueueResult,
@@ -259,6 +260,39 @@ def find_jobs(
     return store.list_jobs(
         state, limit=limit, after_seq=after_seq, newest_first=True, search=search, queue=queue
     )
+
+
+@dataclass(frozen=True, slots=True)
+class SearchPage:
+    jobs: list[Job]
+    matches: int  # every job the search matches, over all pages
+
+
+def search_jobs(
+    store: Store,
+    text: str,
+    limit: int,
+    after_seq: int | None = None,
+    newest_first: bool = True,
+    state: JobState | None = None,
+    queue: str | None = None,
+    count: bool = True,
+) -> SearchPage:
+    """One keyset page of the jobs a search (query.py) matches, within a state and queue if
+    given, and how many match in all (when `count`; else -1). InputError for bad text."""
+    try:
+        query = parse_query(text, store.now())
+    except InvalidInput as error:
+        raise InputError(str(error), "query") from None
+    jobs = store.list_jobs(state, limit, after_seq, newest_first, queue=queue, query=query)
+    if not count:
+        return SearchPage(jobs, -1)
+    narrowed = replace(
+        query,
+        states=(state,) if state else query.states,
+        queues=(queue,) if queue else query.queues,
+    )
+    return SearchPage(jobs, store.count_jobs(narrowed))
 
 
 def all_workers(store: Store) -> list[Worker]:

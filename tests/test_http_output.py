@@ -151,3 +151,16 @@ def test_error_groups_over_http(tmp_path: Path) -> None:
         bad = client.post("/dlq/groups/delete", json={"x": 1}, headers=token)
         assert bad.status_code == 422
         assert client.get("/dlq/groups", params={"state": "x"}).status_code == 422
+
+
+def test_jobs_can_be_searched_over_http(tmp_path: Path) -> None:
+    store = open_store(str(tmp_path / "q.db"))
+    with store:
+        store.enqueue(spec(id="deploy-1", command="./deploy"), 3, NOW)
+        store.enqueue(spec(id="mail-1", command="send"), 3, NOW)
+    with client_for(settings_for(tmp_path)) as client:
+        found = client.get("/jobs", params={"q": "state:pending deploy"}).json()
+        assert [job["id"] for job in found["jobs"]] == ["deploy-1"] and found["total"] == 1
+        bad = client.get("/jobs", params={"q": "stat:pending"})
+        assert bad.status_code == 422 and bad.json()["field"] == "q"
+        assert client.get("/jobs", params={"q": " "}).status_code == 422

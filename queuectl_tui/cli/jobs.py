@@ -130,18 +130,35 @@ def list_jobs(
     ),
     limit: int = typer.Option(1000, "--limit", "-n", min=0, help="At most this many (0: all)."),
     newest: bool = typer.Option(False, "--newest", help="Newest first."),
+    query: str | None = typer.Option(
+        None,
+        "--query",
+        "-Q",
+        metavar="SEARCH",
+        help=(
+            "Only jobs the search matches: state:dead queue:emails exit:137 worker:vm-2 "
+            'error:"disk quota" since:10m, and free text (id, command, last error).'
+        ),
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON array only."),
 ) -> None:
     """List jobs in creation order.
 
     Example: queuectl list --state pending --queue reports
+    Example: queuectl list --query 'state:dead error:"disk quota"'
     """
     job_state = parse_state(state_name)
     name = None if queue is None else queue_option(queue)
     with open_store(ctx) as store:
-        page = service.list_jobs(
-            store, job_state, limit=row_limit(limit), newest_first=newest, queue=name
-        )
+        if query is not None:
+            found = service.search_jobs(
+                store, query, row_limit(limit), newest_first=newest, state=job_state, queue=name
+            )
+            page = service.JobPage(found.jobs, found.matches)
+        else:
+            page = service.list_jobs(
+                store, job_state, limit=row_limit(limit), newest_first=newest, queue=name
+            )
         now = store.now()
     jobs, total = page.jobs, page.total
     if as_json:
@@ -151,9 +168,14 @@ def list_jobs(
 
     out = render.console()
     if not jobs:
+        if query is not None:
+            out.print("No jobs match the search.")
+            return
         out.print("No jobs" + (f" in state {job_state.value}." if job_state else "."))
         return
     out.print(render.jobs_table(jobs, now))
+    if query is not None:
+        sys.stderr.write(f"{total:,} job{'s' * (total != 1)} match the search.\n")
     if len(jobs) < total:
         sys.stderr.write(f"Showing {len(jobs)} of {total} jobs; use --limit to see more.\n")
 

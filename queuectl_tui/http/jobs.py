@@ -25,7 +25,10 @@ from .requests import (
     state_param,
 )
 
-RETRY_AFTER_SECONDS = 1  # a full queue drains at the pools' pace; ask again soon
+RETRY_AFTER_SECONDS = 1
+MAX_SEARCH = (
+    1000  # characters of GET /jobs?q=  # a full queue drains at the pools' pace; ask again soon
+)
 
 
 async def submit(request: Request) -> Response:
@@ -89,10 +92,21 @@ async def list_jobs(request: Request) -> Response:
     after, newest = cursor_param(request), newest_first_param(request)
     with_secrets = ctx.gate.may_see_output(request)
 
+    search = request.query_params.get("q")
+    if search is not None and (not search.strip() or len(search) > MAX_SEARCH):
+        raise HttpError(422, f"q must be a search of 1 to {MAX_SEARCH} characters", "q")
+
     def read(store: Store) -> bytes:
         # Rendered on the worker thread too: a page of 500 jobs is tens of milliseconds of
         # JSON, which on the event loop would hold up every other client (/healthz too).
-        page = service.list_jobs(store, state, limit + 1, after, newest, queue)
+        if search is None:
+            page = service.list_jobs(store, state, limit + 1, after, newest, queue)
+        else:
+            try:
+                found = service.search_jobs(store, search, limit + 1, after, newest, state, queue)
+            except service.InputError as error:
+                raise HttpError(422, str(error), "q") from None
+            page = service.JobPage(found.jobs, found.matches)
         return bytes(JSONResponse(page_view(page, limit, with_secrets)).body)
 
     return Response(await ctx.stores.run(read), media_type="application/json")

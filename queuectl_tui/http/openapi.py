@@ -170,6 +170,13 @@ def document(read_only: bool) -> dict[str, Any]:
                 {"name": "state", "in": "query", "required": False, "schema": _STATE},
                 _QUEUE_FILTER,
                 {
+                    "name": "q",
+                    "in": "query",
+                    "required": False,
+                    "description": 'a search: state:dead error:"disk quota" since:10m text',
+                    "schema": {"type": "string", "minLength": 1, "maxLength": 1000},
+                },
+                {
                     "name": "limit",
                     "in": "query",
                     "required": False,

@@ -27,6 +27,7 @@ from ..models import (
     Worker,
     WorkerStatus,
 )
+from ..query import JobQuery
 from ..timeutil import now_ms
 
 
@@ -354,11 +355,17 @@ class Store(ABC):
         newest_first: bool = False,
         search: str | None = None,
         queue: str | None = None,
+        query: JobQuery | None = None,
     ) -> list[Job]:
         """One keyset page of jobs in creation order (or newest first).
 
         `after_seq` is the `seq` of the last job of the previous page; `search` matches a
-        substring of the id or the command; `queue` keeps that queue's jobs only."""
+        part of the id, the command or the last error; `queue` keeps that queue's jobs only;
+        `query` (query.py) adds its qualifiers and free text."""
+
+    @abstractmethod
+    def count_jobs(self, query: JobQuery) -> int:
+        """How many jobs match the query (a scan, unless its qualifiers narrow it)."""
 
     @abstractmethod
     def counts(self, queue: str | None = None) -> dict[JobState, int]:

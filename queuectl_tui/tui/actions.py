@@ -43,7 +43,15 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("question_mark", "help", "Help", "Show every key", GLOBAL, key_display="?"),
     # Not in the footer: Enter on a row is what every table does, and the footer is short.
     ActionSpec("enter", "open_job", "Open", "Open the selected job", TABLES, "Enter", footer=False),
-    ActionSpec("slash", "filter", "Filter", "Filter by id or command text", TABLES, "/"),
+    ActionSpec(
+        "slash",
+        "filter",
+        "Filter",
+        'Search: text of the id, command or error, and state: queue: exit: worker: error:"…" '
+        "since:10m",
+        TABLES,
+        "/",
+    ),
     ActionSpec(
         "space",
         "toggle_mark",
@@ -156,6 +164,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
         "Freeze",
         "Freeze the screen (no live updates) or go live again",
         GLOBAL,
+        footer=False,
     ),
     ActionSpec("q", "quit", "Quit", "Leave the console (worker pools keep running)", GLOBAL),
     ActionSpec("j", "show_pane('jobs')", "Jobs", "Show the jobs pane", GLOBAL, footer=False),
@@ -169,7 +178,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec(
         "e",
         "error_groups",
-        "Error groups",
+        "Errors",
         "Dead jobs grouped by how they failed; retry or delete a group",
         GLOBAL,
     ),

@@ -69,12 +69,18 @@ PANE_TITLES = {
     Pane.QUEUES: "Queues",
 }
 # Actions still allowed while a job's detail is open (modal dialogs allow none).
+COUNT_EVERY_S = 5.0  # seconds between counts of a search's matches while it is shown
 COUNTED_TABS_WIDTH = 110  # columns from which the state tabs show their counts
 DETAIL_ACTIONS = frozenset({"new_job", "help", "quit", "toggle_pause", "start_pool", "stop_pools"})
 
 
 class QueueChanged(Message):
     """Something committed to the queue (posted from the change listener's thread)."""
+
+
+def _count_key(request: ViewRequest) -> tuple[object, ...]:
+    """What a search's count depends on: not the page."""
+    return (request.pane, request.job_state, request.queue, request.search)
 
 
 class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
@@ -130,6 +136,8 @@ class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
         self._listener: ChangeListener | None = None
         self.closing = False
         self.init_marks()
+        self._counted: tuple[tuple[object, ...], float] | None = None  # the last search counted
+        self._matches: tuple[tuple[object, ...], int] | None = None  # and what it found
         # A damaged database stops the console; the command then reports it (run_dashboard).
         self.fatal: StoreCorrupt | None = None
         self._key_in_flight = 0  # the serial number of the key being followed; 0: none
@@ -143,7 +151,10 @@ class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
         with Horizontal(id="filter-bar"):
             yield Label("Filter ", id="filter-label")
             yield Input(
-                placeholder="id or command text; Enter applies, Esc clears",
+                placeholder=(
+                    'text, state:dead queue:q exit:1 worker:w error:"disk quota" since:10m'
+                    " · Enter applies"
+                ),
                 id="filter",
                 compact=True,
             )
@@ -349,10 +360,28 @@ class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
         self._polled_at = time.monotonic()
         last_rates = self._last_throughput
         rates = last_rates is None or now - last_rates >= THROUGHPUT_EVERY_MS or now < last_rates
-        self.load(self.view_request(), token, now, rates)
+        request = self.view_request()
+        # Counting a search's matches may read every job: once per search, then at most
+        # every COUNT_EVERY_S while it stays on screen.
+        counted = self._counted
+        count = bool(request.search) and (
+            counted is None
+            or counted[0] != _count_key(request)
+            or time.monotonic() - counted[1] >= COUNT_EVERY_S
+        )
+        if count:
+            self._counted = (_count_key(request), time.monotonic())
+        self.load(request, token, now, rates, count)
 
     @work(thread=True, group="load")
-    def load(self, request: ViewRequest, known_token: int | None, now: int, rates: bool) -> None:
+    def load(
+        self,
+        request: ViewRequest,
+        known_token: int | None,
+        now: int,
+        rates: bool,
+        count: bool = False,
+    ) -> None:
         snapshot: Snapshot | None = None
         started = time.monotonic()
         failed = False
@@ -361,7 +390,7 @@ class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
                 return
             token = self.reader.change_token()
             if token != known_token:
-                snapshot = read_snapshot(self.reader, request, now, token, rates)
+                snapshot = read_snapshot(self.reader, request, now, token, rates, count)
         except StoreError as error:
             failed = True
             if not self.summary_says_lost:  # told once, then the bar says it until a read works
@@ -516,8 +545,20 @@ class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
                 status.append(" · queue ", style="dim")
                 status.append(printable(request.queue, single_line=True), style="bold")
             if request.search:
-                status.append(" · matching ", style="dim")
-                status.append(printable(request.search, single_line=True))
+                if snapshot.matches is not None:
+                    self._matches = (_count_key(request), snapshot.matches)
+                known = self._matches
+                matches = known[1] if known and known[0] == _count_key(request) else None
+                if snapshot.search_error:
+                    status.append(" · search: ", style="dim")
+                    status.append(snapshot.search_error, style="bold red")
+                elif matches == 0 or (matches is None and not shown and page == 1):
+                    status.append(" · no matches for ", style="bold yellow")
+                    status.append(printable(request.search, single_line=True))
+                else:
+                    counted = "" if matches is None else f"{matches:,} "
+                    status.append(f" · {counted}matching ", style="dim")
+                    status.append(printable(request.search, single_line=True))
             else:
                 state = request.job_state
                 counts = snapshot.queue_counts or snapshot.counts

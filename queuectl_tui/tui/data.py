@@ -10,6 +10,7 @@ from enum import Enum
 from typing import Any
 
 from .. import control, service
+from ..errors import InvalidInput
 from ..models import ACTIVE_WORKER_STATUSES, Job, JobState, QueueCounts, QueueInfo, Worker
 from ..store import Store
 
@@ -63,6 +64,8 @@ class Snapshot:
     queues: list[QueueInfo] = field(default_factory=list)
     queue_counts: QueueCounts | None = None  # of the queue the jobs are filtered by
     exists: bool = True  # there is a queue at the location (else reads answer from none)
+    matches: int | None = None  # jobs the search matches over every page (None: not counted)
+    search_error: str | None = None  # the search text could not be read: why
 
     @property
     def items(self) -> list[Any]:
@@ -75,10 +78,16 @@ class Snapshot:
 
 
 def read_snapshot(
-    store: Store, request: ViewRequest, now: int, token: int, throughput: bool = True
+    store: Store,
+    request: ViewRequest,
+    now: int,
+    token: int,
+    throughput: bool = True,
+    count_matches: bool = False,
 ) -> Snapshot:
     """Counts, throughput (when asked: it is the dearest read at high job rates), and the one
-    page the visible pane needs. `token` is the store's change token read just before."""
+    page the visible pane needs (with a search, and `count_matches`, how many match in all).
+    `token` is the store's change token read just before."""
     counts = service.queue_status(store)
     completed: list[int] | None = None
     failed: list[int] | None = None
@@ -90,14 +99,28 @@ def read_snapshot(
     elif request.pane is Pane.QUEUES:
         snapshot.queues = control.queue_overview(store)
     else:
-        jobs = service.find_jobs(
-            store,
-            request.job_state,
-            limit=request.page_size + 1,  # one more says whether a next page exists
-            after_seq=request.anchor,
-            search=request.search or None,
-            queue=request.queue,
-        )
+        limit = request.page_size + 1  # one more says whether a next page exists
+        jobs: list[Job] = []
+        if request.search:
+            try:
+                found = service.search_jobs(
+                    store,
+                    request.search,
+                    limit,
+                    request.anchor,
+                    state=request.job_state,
+                    queue=request.queue,
+                    count=count_matches,
+                )
+            except InvalidInput as error:
+                snapshot.search_error = str(error)
+            else:
+                jobs = found.jobs
+                snapshot.matches = found.matches if count_matches else None
+        else:
+            jobs = service.find_jobs(
+                store, request.job_state, limit, after_seq=request.anchor, queue=request.queue
+            )
         if request.queue is not None:
             snapshot.queue_counts = service.queue_status(store, request.queue)
         snapshot.jobs = jobs[: request.page_size]

@@ -230,7 +230,7 @@ async def test_hostile_markup_and_escapes_are_shown_literally(make_console, sett
         command = table.cells_of("hostile-output")[-1]
         assert isinstance(command, Text)
         assert command.plain.startswith("printf '[red]x[/red]")
-        error = table.cells_of("hostile-output")[4]
+        error = table.cells_of("hostile-output")[5]  # after the mark
         assert error.plain == "exit code 3: [red]x[/red]\\x1b[2J"
         await pilot.press("enter")
         await settle(pilot)

@@ -106,3 +106,21 @@ async def test_error_groups_open_with_e_and_a_group_is_retried_in_two_keys(
         assert len(ids) == groups[0].count
         await pilot.press("y")
         await wait_for(pilot, lambda: all(demo_store.get(i).state is JobState.PENDING for i in ids))
+
+
+async def test_a_search_shows_its_count_no_matches_and_its_mistakes(make_console, settle) -> None:
+    app = make_console()
+    async with app.run_test(size=(140, 30)) as pilot:
+        await settle(pilot)
+        status = app.query_one("#jobs-status")
+        await pilot.press("slash", *"state:pending email-digest", "enter")
+        await settle(pilot)
+        assert sorted(app.table_for(Pane.JOBS).keys) == ["email-digest-78", "email-digest-79"]
+        assert "2 matching state:pending email-digest" in str(status.render())
+        await pilot.press("slash", "ctrl+u", *"nothing-like-it", "enter")
+        await settle(pilot)
+        assert app.table_for(Pane.JOBS).keys == []
+        assert "no matches for nothing-like-it" in str(status.render())
+        await pilot.press("slash", "ctrl+u", *"stat:dead", "enter")
+        await settle(pilot)
+        assert "did you mean 'state:'?" in str(status.render())

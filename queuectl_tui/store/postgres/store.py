@@ -31,6 +31,7 @@ from ...models import (
     Worker,
     WorkerStatus,
 )
+from ...query import JobQuery
 from ..admission import Room, audit_rows, insert_values, submit_each
 from ..base import (
     Admission,
@@ -50,7 +51,7 @@ from ..base import (
     SubmitResult,
 )
 from ..figures import RATE_SLOT_MS, attempt_figures, per_minute, snapshot
-from ..listing import list_jobs_statement
+from ..listing import count_jobs_statement, list_jobs_statement
 from ..output_rows import chunk_rows, forget_params
 from ..rows import ATTEMPTS, AUDIT, JOBS, OUTPUT_CHUNKS, WORKERS, worker_values
 from . import bulk, claims
@@ -210,10 +211,16 @@ class PostgresStore(Store):
         newest_first: bool = False,
         search: str | None = None,
         queue: str | None = None,
+        query: JobQuery | None = None,
     ) -> list[Job]:
-        sql, params = list_jobs_statement(SQL, state, limit, after_seq, newest_first, search, queue)
+        sql, params = list_jobs_statement(
+            SQL, state, limit, after_seq, newest_first, search, queue, query
+        )
         with self.db.for_one_statement(self._wait) as conn:
             return JOBS.all(conn, sql, params)
+
+    def count_jobs(self, query: JobQuery) -> int:
+        return int(self._read(*count_jobs_statement(SQL, query))[0][0])
 
     def counts(self, queue: str | None = None) -> dict[JobState, int]:
         with self.db.for_one_statement(self._wait) as conn:

@@ -25,6 +25,7 @@ from ...models import (
     Worker,
     WorkerStatus,
 )
+from ...query import JobQuery
 from ..base import (
     Admission,
     BulkEnqueueResult,
@@ -42,7 +43,7 @@ from ..base import (
     SubmitResult,
 )
 from ..figures import RATE_SLOT_MS, attempt_figures, per_minute
-from ..listing import list_jobs_statement
+from ..listing import count_jobs_statement, list_jobs_statement
 from ..output_rows import chunk_rows, forget_params
 from ..rows import ATTEMPTS, AUDIT, JOBS, OUTPUT_CHUNKS, WORKERS, worker_values
 from . import bulk, claims, control, metrics, ready, submit
@@ -164,9 +165,15 @@ class SQLiteStore(Store):
         newest_first: bool = False,
         search: str | None = None,
         queue: str | None = None,
+        query: JobQuery | None = None,
     ) -> list[Job]:
-        sql, params = list_jobs_statement(SQL, state, limit, after_seq, newest_first, search, queue)
+        sql, params = list_jobs_statement(
+            SQL, state, limit, after_seq, newest_first, search, queue, query
+        )
         return self._db.read_as(JOBS, sql, params)
+
+    def count_jobs(self, query: JobQuery) -> int:
+        return int(self._db.read(*count_jobs_statement(SQL, query))[0][0])
 
     def counts(self, queue: str | None = None) -> dict[JobState, int]:
         rows = self._db.read(*_counts_statement(queue))

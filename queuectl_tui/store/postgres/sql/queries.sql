@@ -46,8 +46,28 @@ seq > %s
 seq < %s
 
 -- name: list_jobs_matching
--- The pattern has its own %, _ and \ escaped with \.
-(id LIKE %s ESCAPE '\' OR command LIKE %s ESCAPE '\')
+-- Free text: a part of the id, the command or the last error, whatever the case. The pattern
+-- has its own %, _ and \ escaped with \.
+(id ILIKE %s ESCAPE '\' OR command ILIKE %s ESCAPE '\' OR last_error ILIKE %s ESCAPE '\')
+
+-- name: list_jobs_exit
+exit_code = %s
+
+-- name: list_jobs_worker
+worker_id ILIKE %s ESCAPE '\'
+
+-- name: list_jobs_since
+updated_at >= %s
+
+-- name: list_jobs_error
+-- The failure of failed and dead jobs, found through their index (jobs_error_groups) however
+-- few they are among all jobs.
+seq IN (SELECT seq FROM jobs
+         WHERE error_group IS NOT NULL
+           AND (error_group ILIKE %s ESCAPE '\' OR last_error ILIKE %s ESCAPE '\'))
+
+-- name: count_jobs
+SELECT count(*) FROM jobs
 
 -- name: list_jobs_oldest_first
 ORDER BY seq LIMIT %s

@@ -91,8 +91,28 @@ seq > ?
 seq < ?
 
 -- name: list_jobs_matching
--- The pattern has its own %, _ and \ escaped with \.
-(id LIKE ? ESCAPE '\' OR command LIKE ? ESCAPE '\')
+-- Free text: a part of the id, the command or the last error, whatever the case. The pattern
+-- has its own %, _ and \ escaped with \.
+(id LIKE ? ESCAPE '\' OR command LIKE ? ESCAPE '\' OR last_error LIKE ? ESCAPE '\')
+
+-- name: list_jobs_exit
+exit_code = ?
+
+-- name: list_jobs_worker
+worker_id LIKE ? ESCAPE '\'
+
+-- name: list_jobs_since
+updated_at >= ?
+
+-- name: list_jobs_error
+-- The failure of failed and dead jobs, found through their index (jobs_error_groups) however
+-- few they are among all jobs.
+seq IN (SELECT seq FROM jobs INDEXED BY jobs_error_groups
+         WHERE error_group IS NOT NULL
+           AND (error_group LIKE ? ESCAPE '\' OR last_error LIKE ? ESCAPE '\'))
+
+-- name: count_jobs
+SELECT count(*) FROM jobs
 
 -- name: list_jobs_oldest_first
 ORDER BY seq LIMIT ?
