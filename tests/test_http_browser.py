@@ -325,3 +325,20 @@ def test_a_running_job_s_output_appears_in_its_detail_as_it_prints(
     finally:
         pool.terminate()
         pool.wait(20)
+
+
+def test_queues_show_paused_ones_limits_and_depth(
+    server: DashboardServer, new_page: Callable[[], Watched], run_cli: RunCli
+) -> None:
+    enqueue(run_cli, id="r1", command="true", queue="reports")
+    enqueue(run_cli, id="e1", command="true", queue="emails")
+    watched = new_page()
+    page = open_dashboard(watched, server.url)
+    rows = page.locator("#queues tbody tr")
+    expect(rows).to_have_count(2, timeout=WAIT_MS)
+    assert run_cli("queue", "pause", "reports").returncode == 0
+    assert run_cli("queue", "limit", "emails", "3").returncode == 0
+    reports = page.locator("#queues tr", has_text="reports")
+    expect(reports.locator(".qstate")).to_have_text("paused", timeout=WAIT_MS)  # no reload
+    expect(page.locator("#queues tr", has_text="emails")).to_contain_text("0 / 3")
+    assert watched.errors == []

@@ -4,6 +4,7 @@ files in the run's temporary folder and returns plain numbers; the CLI renders t
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -11,9 +12,12 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 
-from ..models import Job, JobSpec, JobState
-from ..store import Store, open_store
+from ..lifecycle import RetryPolicy
+from ..models import Job, JobSpec, JobState, Outcome, Worker, WorkerStatus
+from ..query import parse_query
+from ..store import Settlement, Store, open_store
 from . import history
 from .places import Places
 from .pool_process import PoolProcess, cpu_seconds
@@ -225,14 +229,71 @@ def at_scale(places: Places, jobs: int) -> list[Measure]:
         page_ms = _median_ms(
             lambda: store.list_jobs(JobState.PENDING, limit=50, after_seq=middle), 50
         )
+        _dead_letters(store, SCALE_DEAD, SCALE_RARE)
+        searches = [
+            (
+                f'search error:"disk quota" ({SCALE_RARE} of {SCALE_DEAD:,} dead)',
+                'error:"disk quota"',
+            ),
+            ("search for a rare id or command text (free text, a scan)", f"scale-{middle}x"),
+        ]
+        search_ms = [
+            (label, _median_ms(partial(_search, store, text), 9)) for label, text in searches
+        ]
     history.complete_all(database)
     with open_store(database) as store:
         stats_ms = _median_ms(lambda: store.stats(store.now()), 15)
     return [
         Measure(f"status counts, {jobs:,} jobs", status_ms, "ms", target="<= 5 ms"),
         Measure(f"one page of 50 jobs, {jobs:,} jobs", page_ms, "ms"),
+        Measure(f"{search_ms[0][0]}, {jobs:,} jobs", search_ms[0][1], "ms", target="<= 50 ms"),
+        Measure(f"{search_ms[1][0]}, {jobs:,} jobs", search_ms[1][1], "ms"),
         Measure(f"stats, {jobs:,} completed jobs", stats_ms, "ms", target="<= 50 ms"),
     ]
+
+
+# Dead letters in the scale database, a few of them of a rare failure to search for.
+SCALE_DEAD = 1_000
+SCALE_RARE = 20
+
+
+def _dead_letters(store: Store, dead: int, rare: int) -> None:
+    """`dead` jobs that failed for good (claimed before the backlog: a higher priority),
+    `rare` of them with a disk quota error, the rest refused connections."""
+    policy = RetryPolicy(2.0, 60.0)
+    now = store.now()
+    store.register_workers(
+        [
+            Worker(
+                "bench-w",
+                "bench",
+                os.getpid(),
+                "bench",
+                WorkerStatus.IDLE,
+                now,
+                now,
+                None,
+                None,
+                0,
+                0,
+            )
+        ]
+    )
+    store.enqueue_many([JobSpec(f"dead-{n}", "false", 1, None, 0) for n in range(dead)], 0, now)
+    for n in range(dead):
+        job = store.claim("bench-w", os.getpid(), now)
+        assert job is not None
+        line = (
+            f"error: disk quota exceeded on /data/{n}" if n < rare else f"refused 10.0.0.{n % 250}"
+        )
+        store.settle(Settlement(job, Outcome.FAILED, 1, line + "\n", "exit code 1", now), policy)
+
+
+def _search(store: Store, text: str) -> int:
+    """One page of a search's matches, and its count (as the console reads them)."""
+    query = parse_query(text, store.now())
+    store.list_jobs(limit=100, newest_first=True, query=query)
+    return store.count_jobs(query)
 
 
 def cli_start(places: Places, repeat: int = 7) -> Measure:

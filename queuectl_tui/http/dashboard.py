@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-from .. import service
+from .. import control, service
 from ..errors import NotFound
 from ..models import JobState
 from ..store import Store
@@ -82,6 +82,7 @@ def _read(store: Store, view: View, stale_after_s: float, with_output: bool) -> 
     jobs = service.list_jobs(store, view.state, JOBS_PAGE + 1, view.cursor, newest_first=True)
     dead = service.list_jobs(store, JobState.DEAD, DEAD_PAGE + 1, newest_first=True)
     workers = service.shown_workers(store, stale_after_s)
+    queues = control.queue_overview(store)
     now = store.now()
     job = None
     if view.job is not None:
@@ -99,6 +100,7 @@ def _read(store: Store, view: View, stale_after_s: float, with_output: bool) -> 
         workers_view(workers, stale_after_s, now),
         job,
         now,
+        {"queues": [queue.to_dict(now) for queue in queues]},
     )
 
 

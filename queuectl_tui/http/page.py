@@ -37,6 +37,7 @@ class Snapshot:
     workers: Data  # GET /workers
     job: Data | None  # GET /jobs/{id}, when the view names a job that exists
     now: int  # epoch ms the figures were read at
+    queues: Data  # GET /queues
 
 
 def _counts(counts: Data, view: View) -> str:
@@ -193,6 +194,10 @@ def render(view: View, snap: Snapshot) -> str:
 <div class="card-head"><h2>Throughput</h2><span class="legend">per minute, last 15 min
 <i class="key ok"></i>completed <i class="key bad"></i>failed</span></div>
 <div id="throughput">{panels.throughput(snap.stats)}</div>
+</section>
+<section class="card" id="queues-card">
+<div class="card-head"><h2>Queues</h2><span class="dim">paused, limits, depth, age</span></div>
+<div id="queues">{panels.queues(snap.queues)}</div>
 </section>
 <section class="card" id="workers-card">
 <div class="card-head"><h2>Workers</h2><span class="dim">{stale}</span></div>

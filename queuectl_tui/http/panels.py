@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from ..timeutil import parse_iso
+from ..timeutil import human_seconds, parse_iso
 from .markup import Data, View, job_link, next_run, number, state_badge, table, text, time_ago
 from .markup import tries as tries_text
 
@@ -100,6 +100,30 @@ def workers(data: Data, view: View, now: int) -> str:
         )
     head = ("WORKER", "STATUS / JOB", "HEARTBEAT", "DONE", "FAILED")
     return table(head, rows, "No workers. Start a pool: queuectl worker start", "workers")
+
+
+def _age(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    return human_seconds(seconds)
+
+
+def queues(data: Data) -> str:
+    rows = []
+    for queue in data["queues"]:
+        paused = queue["paused"]
+        limit = queue["max_running"]
+        rows.append(
+            f'<tr class="{"q-paused" if paused else "q-open"}">'
+            f'<td><span class="mono">{text(queue["name"])}</span></td>'
+            f'<td><span class="qstate">{"paused" if paused else "open"}</span></td>'
+            f'<td class="num">{number(queue["waiting"])}</td>'
+            f'<td class="num">{number(queue["running"])}'
+            f"{'' if limit is None else ' / ' + number(limit)}</td>"
+            f'<td class="num">{text(_age(queue["oldest_waiting_s"]))}</td></tr>'
+        )
+    head = ("QUEUE", "STATE", "WAITING", "RUNNING / LIMIT", "WAITED")
+    return table(head, rows, "No queues yet.", "queues")
 
 
 def _field(name: str, value: str) -> str:

@@ -25,6 +25,7 @@
   const parts = {
     counts: $("counts"), tabs: $("tabs"), jobs: $("jobs"), dlq: $("dlq"),
     dlqCount: $("dlq-count"), throughput: $("throughput"), workers: $("workers"),
+    queues: $("queues"),
     detail: $("detail"), live: $("live"), note: $("note"),
   };
 
@@ -364,6 +365,21 @@
       "No workers. Start a pool: queuectl worker start"));
   }
 
+  function drawQueues(data) {
+    const rows = data.queues.map((queue) => {
+      const limit = queue.max_running === null ? "" : ` / ${number(queue.max_running)}`;
+      const waited = queue.oldest_waiting_s === null ? "" : humanSeconds(queue.oldest_waiting_s);
+      return el("tr", { class: queue.paused ? "q-paused" : "q-open" },
+        td({}, mono(queue.name)),
+        td({}, el("span", { class: "qstate" }, queue.paused ? "paused" : "open")),
+        td({ class: "num" }, number(queue.waiting)),
+        td({ class: "num" }, number(queue.running) + limit),
+        td({ class: "num" }, waited));
+    });
+    show(parts.queues, table("queues", ["QUEUE", "STATE", "WAITING", "RUNNING / LIMIT", "WAITED"],
+      rows, "No queues yet."));
+  }
+
   // -- a job's detail ----------------------------------------------------------------------
   function field(name, ...value) {
     return [el("dt", {}, name), el("dd", {}, ...value)];
@@ -582,7 +598,7 @@
     const wantStats = !cache.stats || started - cache.statsAt >= STATS_EVERY_MS;
     const wantJob = asked.job;
     try {
-      const [counts, jobs, dead, workers, stats, job] = await Promise.all([
+      const [counts, jobs, dead, workers, stats, job, queues] = await Promise.all([
         getJSON("/status"),
         getJSON(jobsPath(asked.state, asked.cursor, PAGE)),
         getJSON(jobsPath("dead", null, DEAD_PAGE)),
@@ -593,6 +609,7 @@
             if (error.status === 404) return { missing: true };
             throw error;
           }),
+        getJSON("/queues"),
       ]);
       noteClock(workers.workers);
       lastGood = serverNow();
@@ -605,7 +622,7 @@
         cache.jobs = jobs;
         cache.jobsFor = jobsKey(asked);
         cache.job = job && !job.missing ? job : null;
-        draw(jobs, dead, workers, job);
+        draw(jobs, dead, workers, job, queues);
       }
       setLive(null);
     } catch (error) {
@@ -620,7 +637,8 @@
     }
   }
 
-  function draw(jobs, dead, workers, job) {
+  function draw(jobs, dead, workers, job, queues) {
+    if (changed("queues", queues)) drawQueues(queues);
     if (changed("counts", cache.counts)) drawCounts(cache.counts);
     if (cache.stats && changed("stats", cache.stats)) drawThroughput(cache.stats);
     if (changed("jobs", jobs)) drawJobs(jobs);
