@@ -21,10 +21,13 @@ from queuectl_tui.store import SQLiteStore
 from queuectl_tui.tui.app import QueueConsole
 from queuectl_tui.tui.demo import DEMO_NOW, seed_demo
 
+WAIT = "<wait>"  # not a key: let the views that read at their own pace (live output) catch up
+
 # name, terminal size, keys pressed after the first load
 VIEWS: tuple[tuple[str, tuple[int, int], Sequence[str]], ...] = (
     ("jobs", (100, 30), ()),
     ("jobs-80x24", (80, 24), ()),
+    ("jobs-160x50", (160, 50), ()),
     ("jobs-failed", (100, 30), ("4",)),
     ("workers", (100, 30), ("w",)),
     ("dead-letters", (100, 30), ("d",)),
@@ -34,14 +37,20 @@ VIEWS: tuple[tuple[str, tuple[int, int], Sequence[str]], ...] = (
     ("retry-all-confirm", (100, 30), ("d", "R")),
     ("filter", (100, 30), ("slash", *"thumbs-01", "enter")),
     ("help", (100, 30), ("question_mark",)),
+    ("live-output", (100, 30), ("slash", *"import-orders", "enter", "enter", WAIT)),
+    ("marks", (100, 30), ("2", "space", "down", "space", "c")),
+    ("search", (120, 30), ("slash", *"state:dead exit:1", "enter")),
+    ("error-groups", (120, 30), ("e",)),
 )
 
 
 async def capture(settings: Settings, size: tuple[int, int], keys: Sequence[str]) -> str:
-    app = QueueConsole(settings, clock=lambda: DEMO_NOW, cursor_blink=False)
+    app = QueueConsole(settings, clock=lambda: DEMO_NOW)
     async with app.run_test(size=size) as pilot:
         for key in ("", *keys):
-            if key:
+            if key == WAIT:
+                await pilot.pause(0.6)
+            elif key:
                 await pilot.press(key)
             for _ in range(3):
                 await pilot.pause()
