@@ -12,6 +12,7 @@ from .config import Settings
 from .error_groups import ErrorGroup
 from .errors import InvalidInput, NotFound
 from .models import (
+    ACTIVE_WORKER_STATUSES,
     Attempt,
     Job,
     JobSpec,
@@ -300,6 +301,12 @@ def all_workers(store: Store) -> list[Worker]:
     return store.list_workers()
 
 
+def running_since(store: Store, limit: int = 1000) -> dict[str, int]:
+    """Each busy worker's id and when it claimed the job it runs (for how long it has run)."""
+    running = store.list_jobs(JobState.PROCESSING, limit=limit)
+    return {job.worker_id: job.claimed_at for job in running if job.worker_id and job.claimed_at}
+
+
 def throughput(store: Store, now: int, minutes: int) -> tuple[list[int], list[int]]:
     """Completed and failed attempts in each of the last `minutes` minutes, oldest first."""
     return store.throughput(now, minutes)
@@ -336,12 +343,27 @@ def shown_status(worker: Worker, stale_after_s: float, now: int) -> WorkerStatus
     return worker_shown_status(worker, stale_after_s, now)
 
 
-def shown_workers(store: Store, stale_after_s: float, active_only: bool = False) -> list[Worker]:
-    """Every worker (or the active ones) with the status to show (see `shown_status`)."""
+# Workers that ended longer ago than this are history: shown only when asked for.
+RECENT_WORKERS_MS = 3_600_000
+
+
+def ended_recently(worker: Worker, now: int, within_ms: int = RECENT_WORKERS_MS) -> bool:
+    """Running, or stopped or lost within the last `within_ms`."""
+    if worker.status in ACTIVE_WORKER_STATUSES:
+        return True
+    return (worker.stopped_at or worker.last_heartbeat) >= now - within_ms
+
+
+def shown_workers(
+    store: Store, stale_after_s: float, active_only: bool = False, history: bool = True
+) -> list[Worker]:
+    """Every worker (or the active ones; without `history`, those running or ended in the
+    last hour) with the status to show (see `shown_status`)."""
     now = store.now()
     return [
         replace(worker, status=shown_status(worker, stale_after_s, now))
         for worker in store.list_workers(active_only=active_only)
+        if history or ended_recently(worker, now)
     ]
 
 

@@ -299,7 +299,7 @@ def test_json_output_escapes_c1_controls_and_bidi_marks(run_cli: RunCli, db_path
             ("list", "--json"),
             ("show", "--json", "j"),
             ("dlq", "list", "--json"),
-            ("workers", "--json"),
+            ("workers", "--all", "--json"),  # its worker ended long ago
         ]
     }
     for args, out in outputs.items():
@@ -311,7 +311,7 @@ def test_json_output_escapes_c1_controls_and_bidi_marks(run_cli: RunCli, db_path
     assert attempt["output"] == attempt["error"] == attempt["worker_id"] == hostile
     assert json.loads(outputs[("list", "--json")])[0]["command"] == command
     assert json.loads(outputs[("dlq", "list", "--json")])[0]["last_error"] == hostile
-    worker = json.loads(outputs[("workers", "--json")])[0]
+    worker = json.loads(outputs[("workers", "--all", "--json")])[0]
     assert worker["id"] == worker["host"] == worker["current_job"] == hostile
 
 
@@ -404,14 +404,20 @@ def test_other_tables_fit_the_width_and_keep_ids_whole(
     cli_env["COLUMNS"] = str(width)
     outputs = {
         args: run_cli(*args)
-        for args in [("dlq", "list"), ("workers",), ("status",), ("stats",), ("show", "job-1")]
+        for args in [
+            ("dlq", "list"),
+            ("workers", "--all"),
+            ("status",),
+            ("stats",),
+            ("show", "job-1"),
+        ]
     }
     for args, result in outputs.items():
         assert result.returncode == 0, (args, result.stderr)
         assert max(len(line) for line in result.stdout.splitlines()) <= width, args
     dead = _folded_rows(outputs[("dlq", "list")].stdout)
     assert [row[:3] for row in dead] == [[job_id, "4", "1"] for job_id in NARROW_IDS]
-    workers = _folded_rows(outputs[("workers",)].stdout)
+    workers = _folded_rows(outputs[("workers", "--all")].stdout)
     assert [row[:2] for row in workers] == [["backup-host-4242-w1", "stopped"]]
     assert "job-1" in outputs[("show", "job-1")].stdout
 
@@ -543,3 +549,31 @@ def test_ctrl_c_while_the_command_imports_exits_130_without_a_traceback(
         proc.kill()
     assert (proc.returncode, stderr) == (130, "Interrupted.\n")
     assert not (tmp_path / "q.db").exists()  # nothing was started
+
+
+def test_workers_that_ended_long_ago_are_shown_with_all(run_cli, db_path) -> None:
+    from queuectl_tui.models import Worker, WorkerStatus
+    from queuectl_tui.store import open_store
+
+    with open_store(str(db_path)) as store:
+        now = store.now()
+        old = now - 3 * 3_600_000
+        store.register_workers(
+            [
+                Worker("w-gone", "p", 9, "h", WorkerStatus.STOPPED, old, old, old, None, 0, 0),
+                Worker("w-recent", "p", 9, "h", WorkerStatus.STOPPED, now, now, now, None, 0, 0),
+            ]
+        )
+    shown = run_cli("workers", "--json")
+    assert [worker["id"] for worker in json.loads(shown.stdout)] == ["w-recent"]
+    every = run_cli("workers", "--all", "--json")
+    assert sorted(worker["id"] for worker in json.loads(every.stdout)) == ["w-gone", "w-recent"]
+
+
+def test_the_console_without_a_terminal_says_so_and_exits(run_cli) -> None:
+    result = run_cli("dashboard", input="")
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "Error: the console needs a terminal, and stdin or stdout is not one; for a browser "
+        "run queuectl dashboard --addr 127.0.0.1:8080"
+    )

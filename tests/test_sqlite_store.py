@@ -266,7 +266,7 @@ def test_rows_become_jobs_by_column_name_whatever_the_order_of_the_columns(
     with sqlite_file(store.location) as conn:
         shuffled = f"SELECT 'x' AS extra, {', '.join(reversed(names))} FROM jobs"
         assert JOBS.all(conn, shuffled) == [store.get("a")]
-        with pytest.raises(LookupError, match=r"Job\.payload"):
+        with pytest.raises(LookupError, match=r"Job\.error_group"):
             JOBS.all(conn, f"SELECT {', '.join(names[:-1])} FROM jobs")
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
-from .context import guarded, state
+from .context import EXIT_USAGE, fail, guarded, open_store, state
 
 
 @guarded
@@ -33,6 +35,16 @@ def dashboard(
 
         run_server(ctx, addr, allow_commands=False, read_only=True)
         return
+    # A database that cannot be opened is said first; then the console needs a terminal on
+    # both ends (without one it would spin on input that never comes).
+    with open_store(ctx):
+        pass
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        fail(
+            "the console needs a terminal, and stdin or stdout is not one; for a browser "
+            "run queuectl dashboard --addr 127.0.0.1:8080",
+            EXIT_USAGE,
+        )
     from ..tui.app import run_dashboard
 
     cli_state = state(ctx)

@@ -116,14 +116,20 @@ def workers(
     ctx: typer.Context,
     as_json: bool = typer.Option(False, "--json", help="Print a JSON array only."),
     active: bool = typer.Option(False, "--active", help="Only workers that are running."),
+    history: bool = typer.Option(
+        False, "--all", help="Also workers that ended more than an hour ago."
+    ),
 ) -> None:
-    """Workers with PID, host, status, heartbeat, current job and counters.
+    """Workers with PID, host, status, heartbeat, current job and counters: those running
+    and those that ended in the last hour (--all: every stored one).
 
     Example: queuectl workers
     """
     settings = state(ctx).settings
     with open_store(ctx) as store:
-        rows = service.shown_workers(store, settings.stale_worker_timeout, active_only=active)
+        rows = service.shown_workers(
+            store, settings.stale_worker_timeout, active_only=active, history=history
+        )
         now = store.now()
     if as_json:
         print_json(

@@ -81,7 +81,7 @@ def _read(store: Store, view: View, stale_after_s: float, with_output: bool) -> 
     # Newest first, as GET /jobs?order=newest: a job just enqueued or just dead is on top.
     jobs = service.list_jobs(store, view.state, JOBS_PAGE + 1, view.cursor, newest_first=True)
     dead = service.list_jobs(store, JobState.DEAD, DEAD_PAGE + 1, newest_first=True)
-    workers = service.shown_workers(store, stale_after_s)
+    workers = service.shown_workers(store, stale_after_s, history=False)
     queues = control.queue_overview(store)
     now = store.now()
     job = None

@@ -200,7 +200,24 @@ def document(read_only: bool) -> dict[str, Any]:
         "/status": _read("Jobs per state", _ref("Anything"), [_QUEUE_FILTER]),
         "/stats": _read("Throughput, attempts and latencies", _ref("Anything"), [_QUEUE_FILTER]),
         "/queues": _read("Every queue: depth, pause, limit", _ref("Anything")),
-        "/workers": _read("Workers with their heartbeat age", _ref("Anything")),
+        "/workers": _read(
+            "Workers with their heartbeat age (history=0: running and ended in the last hour)",
+            _ref("Anything"),
+            [
+                {
+                    "name": "active",
+                    "in": "query",
+                    "required": False,
+                    "schema": {"enum": ["1", "true", "0", "false"]},
+                },
+                {
+                    "name": "history",
+                    "in": "query",
+                    "required": False,
+                    "schema": {"enum": ["1", "true", "0", "false"]},
+                },
+            ],
+        ),
         "/dlq/groups": _read(
             "Dead (or failed) jobs grouped by how they failed, largest first",
             _ref("Anything"),

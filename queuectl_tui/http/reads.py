@@ -49,13 +49,24 @@ async def error_groups(request: Request) -> Response:
 async def workers(request: Request) -> Response:
     ctx = context(request)
     stale = ctx.settings.stale_worker_timeout
-    active_only = request.query_params.get("active") in ("1", "true")
+    active_only = _flag(request, "active", False)
+    history = _flag(request, "history", True)
 
     def read(store: Store) -> tuple[list[Worker], int]:
-        return service.shown_workers(store, stale, active_only), store.now()  # for the ages
+        found = service.shown_workers(store, stale, active_only, history)
+        return found, store.now()  # for the ages
 
     found, now = await ctx.stores.run(read)
     return JSONResponse(workers_view(found, stale, now))
+
+
+def _flag(request: Request, name: str, default: bool) -> bool:
+    value = request.query_params.get(name)
+    if value is None:
+        return default
+    if value not in ("1", "true", "0", "false"):
+        raise HttpError(422, f"{name} must be 1, true, 0 or false", name)
+    return value in ("1", "true")
 
 
 def workers_view(found: list[Worker], stale_after_s: float, now: int) -> dict[str, Any]:

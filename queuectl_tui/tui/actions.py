@@ -193,6 +193,14 @@ ACTIONS: tuple[ActionSpec, ...] = (
         )
         for index, name in enumerate(STATE_TABS, start=1)
     ),
+    ActionSpec(
+        "h",
+        "toggle_history",
+        "Worker history",
+        "Workers pane: every stored worker, or only those running and ended in the last hour",
+        GLOBAL,
+        footer=False,
+    ),
     ActionSpec("ctrl+r", "refresh_now", "Refresh", "Read the database now", GLOBAL, footer=False),
     ActionSpec(
         "escape",

@@ -34,7 +34,7 @@ from .. import control, service
 from ..config import Settings
 from ..display import printable
 from ..listen import ChangeListener
-from ..models import Job, JobState, QueueInfo
+from ..models import Job, JobState, QueueInfo, Worker
 from ..store import Store, StoreCorrupt, StoreError
 from . import actions
 from .data import Pane, Snapshot, ViewRequest, read_snapshot
@@ -61,6 +61,10 @@ THROUGHPUT_EVERY_MS = 5_000  # per-minute rates: reading them at most this often
 FILTER_DELAY = 0.3
 QUIET_READ_EVERY = 5.0  # seconds between reads when the change feed reports nothing
 KEY_TIMEOUT = 1.0  # seconds: a key whose widget went away stops holding the keys after it
+# Keys that act on rows: pressed while a changed view's rows are read (a search that scans),
+# they wait for those rows, up to ROWS_WAIT seconds, rather than act on none.
+ROW_KEYS = frozenset({"enter", "r", "c", "D", "P", "space", "v", "asterisk"})
+ROWS_WAIT = 10.0
 STATE_TABS = actions.STATE_TABS
 PANE_TITLES = {
     Pane.JOBS: "Jobs",
@@ -136,6 +140,7 @@ class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
         self._listener: ChangeListener | None = None
         self.closing = False
         self.init_marks()
+        self.worker_history = False  # the workers pane shows every stored worker
         self._counted: tuple[tuple[object, ...], float] | None = None  # the last search counted
         self._matches: tuple[tuple[object, ...], int] | None = None  # and what it found
         # A damaged database stops the console; the command then reports it (run_dashboard).
@@ -143,6 +148,7 @@ class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
         self._key_in_flight = 0  # the serial number of the key being followed; 0: none
         self._key_serial = 0
         self._held_keys: list[events.Key] = []
+        self._rows_due_until = 0.0  # monotonic: a changed view's rows are being read till then
         self._replayed: events.Key | None = None  # the held key sent on to be routed now
 
     # -- layout ---------------------------------------------------------------------------------
@@ -207,8 +213,8 @@ class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
         if not isinstance(event, events.Key) or event.is_forwarded:
             await super().on_event(event)
             return
-        if event is not self._replayed and self.keys_pending:
-            self._held_keys.append(event)  # routed once the keys before it are done
+        if event is not self._replayed and (self.keys_pending or self._waits_for_rows(event)):
+            self._held_keys.append(event)  # routed once the keys (or rows) before it are in
             return
         self._replayed = None
         await self._route_key(event)
@@ -250,8 +256,21 @@ class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
         self._key_in_flight = 0
         self._replay_next()
 
+    def _waits_for_rows(self, event: events.Key) -> bool:
+        """A key that acts on rows, pressed while the rows of the view it acts on are read."""
+        if event.key not in ROW_KEYS or time.monotonic() >= self._rows_due_until:
+            return False
+        return not isinstance(self.focused, Input) and not isinstance(self.screen, ModalScreen)
+
+    def _rows_in(self) -> None:
+        """The rows of the view are shown (or will not come): the keys held for them go on."""
+        self._rows_due_until = 0.0
+        self._replay_next()
+
     def _replay_next(self) -> None:
         if self._held_keys and self._replayed is None:
+            if self._waits_for_rows(self._held_keys[0]):
+                return  # replayed when the rows are in
             self._replayed = self._held_keys.pop(0)
             self.post_message(self._replayed)
 
@@ -296,7 +315,7 @@ class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
     def view_request(self) -> ViewRequest:
         pane = self.pane
         if not pane.lists_jobs:
-            return ViewRequest(pane, page_size=self.page_size)
+            return ViewRequest(pane, page_size=self.page_size, history=self.worker_history)
         return ViewRequest(
             pane,
             state=self.state if pane is Pane.JOBS else None,
@@ -313,6 +332,8 @@ class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
         if pane.lists_jobs and self._shown.get(pane) != self.view_request():
             self._shown.pop(pane, None)
             self.table_for(pane).blank()
+            self._rows_due_until = time.monotonic() + ROWS_WAIT
+            self.set_timer(ROWS_WAIT, self._replay_next)  # the rows never came: go on
             status = Text("loading…", style="dim")
             self.query_one(f"#{pane.value}-status", Static).update(status)
         self.poll(force=True)
@@ -468,6 +489,8 @@ class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
             return
         moved = self._shown.get(pane) != request
         items = snapshot.items
+        if isinstance(table, WorkersTable):
+            table.running_since = snapshot.running_since
         if moved:
             table.reset()
         table.show(items, now)
@@ -477,6 +500,8 @@ class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
             else:
                 table.select_first()
         self._shown[pane] = request
+        if self._rows_due_until:
+            self.call_after_refresh(self._rows_in)
         self._more[pane] = snapshot.more_jobs
         self.update_status(snapshot)
         if pane.lists_jobs and self._pages_ahead[pane]:
@@ -529,6 +554,11 @@ class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
                 f" · stale after {self.settings.stale_worker_timeout:g} s without a heartbeat",
                 style="dim",
             )
+            if request.history:
+                status.append(" · every stored worker (h: the last hour's)", style="dim")
+            else:
+                status.append(" · ended ones of the last hour (h: all)", style="dim")
+            status.append(" · Enter opens a worker's job", style="dim")
             if not snapshot.workers:
                 status.append(" · no workers yet: press s to start a pool", style="dim")
         elif request.pane is Pane.QUEUES:
@@ -704,6 +734,10 @@ class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
         if not self.paused:
             self.poll(force=True)
 
+    def action_toggle_history(self) -> None:
+        self.worker_history = not self.worker_history
+        self.poll(force=True)
+
     def action_refresh_now(self) -> None:
         self.poll(force=True)
 
@@ -798,6 +832,14 @@ class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
             queue = self.table_for(Pane.QUEUES).selected_item()
             if isinstance(queue, QueueInfo):
                 self.show_queue(queue.name)
+            return
+        if event.data_table.id == "workers-table":
+            event.stop()
+            worker = self.table_for(Pane.WORKERS).selected_item()
+            if isinstance(worker, Worker) and worker.current_job:
+                self.open_job(worker.current_job)
+            elif isinstance(worker, Worker):
+                self.notify("That worker runs no job now.", severity="warning")
             return
         if event.data_table.id in ("jobs-table", "dead-table"):
             event.stop()

@@ -44,6 +44,7 @@ class ViewRequest:
     anchor: int | None = None  # seq just above the page (newest first); None = first page
     page_size: int = 100
     page: int = 1  # shown with the rows of this request, never with rows of another
+    history: bool = False  # the workers pane: every stored worker, not only recent ones
 
     @property
     def job_state(self) -> JobState | None:
@@ -66,6 +67,7 @@ class Snapshot:
     exists: bool = True  # there is a queue at the location (else reads answer from none)
     matches: int | None = None  # jobs the search matches over every page (None: not counted)
     search_error: str | None = None  # the search text could not be read: why
+    running_since: dict[str, int] = field(default_factory=dict)  # worker id -> its job's claim
 
     @property
     def items(self) -> list[Any]:
@@ -95,7 +97,9 @@ def read_snapshot(
         completed, failed = service.throughput(store, now, THROUGHPUT_MINUTES)
     snapshot = Snapshot(request, token, counts, completed, failed, exists=store.exists)
     if request.pane is Pane.WORKERS:
-        snapshot.workers = ordered_workers(service.all_workers(store))
+        recent = None if request.history else now - service.RECENT_WORKERS_MS
+        snapshot.workers = ordered_workers(service.all_workers(store), recent)
+        snapshot.running_since = service.running_since(store)
     elif request.pane is Pane.QUEUES:
         snapshot.queues = control.queue_overview(store)
     else:
@@ -128,11 +132,17 @@ def read_snapshot(
     return snapshot
 
 
-def ordered_workers(workers: list[Worker]) -> list[Worker]:
-    """Running workers first (newest pool first), then the most recently ended ones."""
+def ordered_workers(workers: list[Worker], ended_after: int | None = None) -> list[Worker]:
+    """Running workers first (newest pool first), then the most recently ended ones (those
+    that ended after `ended_after`, if given)."""
     active = [w for w in workers if w.status in ACTIVE_WORKER_STATUSES]
     ended = sorted(
-        (w for w in workers if w.status not in ACTIVE_WORKER_STATUSES),
+        (
+            w
+            for w in workers
+            if w.status not in ACTIVE_WORKER_STATUSES
+            and (ended_after is None or (w.stopped_at or w.last_heartbeat) >= ended_after)
+        ),
         key=lambda w: w.stopped_at or w.last_heartbeat,
         reverse=True,
     )

@@ -602,7 +602,7 @@
         getJSON("/status"),
         getJSON(jobsPath(asked.state, asked.cursor, PAGE)),
         getJSON(jobsPath("dead", null, DEAD_PAGE)),
-        getJSON("/workers"),
+        getJSON("/workers?history=0"),
         wantStats ? getJSON("/stats") : Promise.resolve(null),
         wantJob === null ? Promise.resolve(null)
           : getJSON("/jobs/" + encodeURIComponent(wantJob)).catch((error) => {

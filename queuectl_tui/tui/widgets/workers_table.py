@@ -21,6 +21,7 @@ class WorkersTable(ColumnTable[Worker]):
         ColumnSpec("status", "STATUS", 15),
         ColumnSpec("heartbeat", "HEARTBEAT", 13),
         ColumnSpec("job", "JOB", 0),
+        ColumnSpec("running", "RUNNING", 9, right=True),
         ColumnSpec("done", "DONE", 7, right=True),
         ColumnSpec("failed", "FAILED", 7, right=True),
     )
@@ -28,6 +29,7 @@ class WorkersTable(ColumnTable[Worker]):
     def __init__(self, *, id: str | None = None, stale_after_s: float = 15.0) -> None:
         super().__init__(id=id)
         self.stale_after_s = stale_after_s
+        self.running_since: dict[str, int] = {}  # worker id -> when its job was claimed
 
     def build(self, worker: Worker, now: int) -> tuple[str, Sequence[Text]]:
         stale = worker.is_stale(now, self.stale_after_s)
@@ -49,6 +51,11 @@ class WorkersTable(ColumnTable[Worker]):
             status,
             beat,
             fmt.plain(worker.current_job or ""),
+            Text(self._running_for(worker, now), style="bold yellow"),
             fmt.number(worker.jobs_done),
             fmt.number(worker.jobs_failed, style="red" if worker.jobs_failed else ""),
         )
+
+    def _running_for(self, worker: Worker, now: int) -> str:
+        since = self.running_since.get(worker.id) if worker.current_job else None
+        return "" if since is None else human_age(since, now)
