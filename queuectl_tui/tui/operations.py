@@ -11,8 +11,8 @@ from textual import work
 
 from .. import control, service
 from ..display import printable
-from ..models import Job, JobSpec, JobState
-from ..store import StoreError
+from ..models import JobSpec, JobState
+from ..store import EnqueueResult, StoreError
 from .screens.confirm import ConfirmScreen
 from .screens.enqueue import EnqueueScreen
 from .screens.start_pool import StartPoolScreen
@@ -46,16 +46,23 @@ class QueueOperations:
         if self.refuse_readonly():
             return
 
-        def done(job: Job | None) -> None:
-            if job is not None:
-                self.notify(f"Enqueued job {printable(job.id, True)}", markup=False)
-                self.poll(force=True)
+        def done(result: EnqueueResult | None) -> None:
+            if result is None:
+                return
+            name = printable(result.job.id, True)
+            if result.created:
+                self.notify(f"Enqueued job {name}", markup=False)
+            else:
+                key = printable(result.job.idempotency_key or "", True)
+                message = f"Job {name} already holds idempotency key '{key}'; nothing added"
+                self.notify(message, markup=False, severity="warning")
+            self.poll(force=True)
 
         self.push_screen(EnqueueScreen(self.enqueue_spec, self.clock), done)
 
-    def enqueue_spec(self: QueueConsole, spec: JobSpec) -> Job:  # type: ignore[misc]
+    def enqueue_spec(self: QueueConsole, spec: JobSpec) -> EnqueueResult:  # type: ignore[misc]
         """Called from the form's thread worker."""
-        return service.enqueue(self.writer, self.settings, spec).job
+        return service.enqueue(self.writer, self.settings, spec)
 
     @work(thread=True, group="write")
     def retry_jobs(self: QueueConsole, job_ids: list[str]) -> None:

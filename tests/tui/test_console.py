@@ -451,3 +451,35 @@ async def test_the_bar_says_the_database_is_lost_while_reads_fail(
         await settle(pilot)
         assert "● live" in shown(app.summary)
         assert "DATABASE LOST" not in shown(app.summary)
+
+
+async def test_the_enqueue_form_takes_a_queue_and_an_idempotency_key(
+    make_console, demo_store, settle, wait_for
+) -> None:
+    app = make_console()
+    async with app.run_test(size=(100, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("n")
+        await settle(pilot)
+        form = app.screen
+        form.query_one("#input-command").value = "./report"
+        form.query_one("#input-id").value = "report-1"
+        form.query_one("#input-queue").value = "bad queue"
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        assert _invalid_fields(form) == ["field-queue"]
+        form.query_one("#input-queue").value = "reports"
+        form.query_one("#input-idempotency_key").value = "nightly-2026-12-03"
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: demo_store.get("report-1") is not None)
+        job = demo_store.get("report-1")
+        assert (job.queue, job.idempotency_key) == ("reports", "nightly-2026-12-03")
+        await settle(pilot)
+        await pilot.press("n")  # the same key again: nothing is added, and the console says so
+        await settle(pilot)
+        again = app.screen
+        again.query_one("#input-command").value = "./report"
+        again.query_one("#input-idempotency_key").value = "nightly-2026-12-03"
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: not isinstance(app.screen, EnqueueScreen))
+        assert len(demo_store.list_jobs(queue="reports", limit=10)) == 1

@@ -13,8 +13,8 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Input, Static
 
-from ...models import Job, JobSpec, JobSpecError, parse_job_spec
-from ...store import DuplicateJobError, StoreError
+from ...models import JobSpec, JobSpecError, parse_job_spec
+from ...store import DuplicateJobError, EnqueueResult, StoreError
 from ...timeutil import parse_duration, to_iso
 from .forms import Field, FormScreen, number_or_text
 
@@ -25,6 +25,8 @@ FIELDS: tuple[tuple[str, str, str], ...] = (
     ("run_at", "Run at", "ISO 8601 time or +30s, +5m, +2h (now)"),
     ("max_retries", "Max retries", "retries after the first run (config)"),
     ("timeout", "Timeout", "seconds (config job-timeout)"),
+    ("queue", "Queue", "letters, digits, - _ . (default)"),
+    ("idempotency_key", "Idem. key", "blank: none; a job with a known key is not added again"),
 )
 
 
@@ -48,15 +50,18 @@ def form_to_object(values: dict[str, str], now: int) -> dict[str, Any]:
     return obj
 
 
-class EnqueueScreen(FormScreen[Job | None]):
-    """Dismisses with the new job, or None when cancelled."""
+class EnqueueScreen(FormScreen[EnqueueResult | None]):
+    """Dismisses with what the enqueue did (the new job, or the one that holds the
+    idempotency key), or None when cancelled."""
 
     BINDINGS = [
         Binding("escape", "cancel", "Cancel"),
         Binding("ctrl+s", "submit", "Enqueue"),
     ]
 
-    def __init__(self, enqueue: Callable[[JobSpec], Job], clock: Callable[[], int]) -> None:
+    def __init__(
+        self, enqueue: Callable[[JobSpec], EnqueueResult], clock: Callable[[], int]
+    ) -> None:
         super().__init__()
         self.enqueue = enqueue
         self.clock = clock
@@ -103,10 +108,10 @@ class EnqueueScreen(FormScreen[Job | None]):
     @work(thread=True, exclusive=True, group="enqueue")
     def save(self, spec: JobSpec) -> None:
         try:
-            job = self.enqueue(spec)
+            result = self.enqueue(spec)
         except DuplicateJobError as error:
             self.app.call_from_thread(self.show_error, "id", str(error))
         except StoreError as error:
             self.app.call_from_thread(self.show_error, None, str(error))
         else:
-            self.app.call_from_thread(self.dismiss, job)
+            self.app.call_from_thread(self.dismiss, result)
