@@ -12,7 +12,6 @@ from .config import Settings
 from .error_groups import ErrorGroup
 from .errors import InvalidInput, NotFound
 from .models import (
-    ACTIVE_WORKER_STATUSES,
     Attempt,
     Job,
     JobSpec,
@@ -348,8 +347,9 @@ RECENT_WORKERS_MS = 3_600_000
 
 
 def ended_recently(worker: Worker, now: int, within_ms: int = RECENT_WORKERS_MS) -> bool:
-    """Running, or stopped or lost within the last `within_ms`."""
-    if worker.status in ACTIVE_WORKER_STATUSES:
+    """Not stopped or lost (running, or in a status this version does not know), or stopped or
+    lost within the last `within_ms`."""
+    if worker.status not in (WorkerStatus.STOPPED, WorkerStatus.LOST):
         return True
     return (worker.stopped_at or worker.last_heartbeat) >= now - within_ms
 

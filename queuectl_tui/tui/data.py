@@ -141,7 +141,7 @@ def ordered_workers(workers: list[Worker], ended_after: int | None = None) -> li
             w
             for w in workers
             if w.status not in ACTIVE_WORKER_STATUSES
-            and (ended_after is None or (w.stopped_at or w.last_heartbeat) >= ended_after)
+            and (ended_after is None or service.ended_recently(w, ended_after, 0))
         ),
         key=lambda w: w.stopped_at or w.last_heartbeat,
         reverse=True,
