@@ -8,6 +8,7 @@ import enum
 import os
 import sqlite3
 import stat
+import time
 from pathlib import Path
 from urllib.parse import quote
 
@@ -15,6 +16,10 @@ from ...files import create_exclusive
 from ..base import ForeignDatabaseError, StoreCorrupt, StoreError
 from .schema import APPLICATION_ID, SCHEMA_VERSION
 
+# A file modified less than YOUNG_FILE_S ago that looks foreign is looked at again for up to
+# YOUNG_FILE_RECHECK_S (it may be a queue being made by another process).
+YOUNG_FILE_S = 10.0
+YOUNG_FILE_RECHECK_S = 2.0
 # The tables of every queue: how one made before the application_id stamp is known.
 TABLES = frozenset({"jobs", "attempts", "workers", "stop_requests", "state_counts"})
 
@@ -38,7 +43,21 @@ def recognise(location: str) -> FileKind:
         raise StoreError(f"the database path {location} is not a file")
     if info.st_size == 0:
         return FileKind.EMPTY
-    application_id, version, names = _read_identity(location)
+    # Read without locks (immutable), a queue that another process is creating this moment
+    # can show its tables before its stamp: a file changed in the last seconds is looked at
+    # again for a while before it is called another application's.
+    give_up_at = time.monotonic() + YOUNG_FILE_RECHECK_S
+    while True:
+        try:
+            return _judge(location, *_read_identity(location))
+        except ForeignDatabaseError:
+            young = time.time() - os.stat(location).st_mtime < YOUNG_FILE_S
+            if not young or time.monotonic() >= give_up_at:
+                raise
+            time.sleep(0.05)
+
+
+def _judge(location: str, application_id: int, version: int, names: set[str]) -> FileKind:
     if application_id == APPLICATION_ID:
         return _checked_version(location, version)
     if application_id != 0:
@@ -84,9 +103,10 @@ def _checked_version(location: str, version: int) -> FileKind:
 
 
 def _read_identity(location: str) -> tuple[int, int, set[str]]:
-    """application_id, user_version and the names in the schema, read without writing: the
-    file is opened read-only, and immutable when no -wal file exists (then the main file is
-    the whole database), so that not even a -shm file is created.
+    """application_id, user_version and the names in the schema, read in one read
+    transaction without writing: the file is opened read-only, and immutable when no -wal
+    file exists (then the main file is the whole database), so that not even a -shm file is
+    created.
 
     Only through SQLite: a plain open() and close() of the file would drop the POSIX locks
     that this process's other connections hold on it, and another process could then delete
@@ -97,11 +117,13 @@ def _read_identity(location: str) -> tuple[int, int, set[str]]:
     if not os.path.exists(location + "-wal"):
         uri += "&immutable=1"
     try:
-        conn = sqlite3.connect(uri, uri=True, timeout=5.0)
+        conn = sqlite3.connect(uri, uri=True, timeout=5.0, isolation_level=None)
         try:
+            conn.execute("BEGIN")  # the three reads see one state of the file
             application_id = conn.execute("PRAGMA application_id").fetchone()[0]
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+            conn.execute("COMMIT")
         finally:
             conn.close()
     except sqlite3.Error as error:
