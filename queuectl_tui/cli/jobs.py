@@ -175,7 +175,8 @@ def list_jobs(
         return
     out.print(render.jobs_table(jobs, now))
     if query is not None:
-        sys.stderr.write(f"{total:,} job{'s' * (total != 1)} match the search.\n")
+        verb = "matches" if total == 1 else "match"
+        sys.stderr.write(f"{total:,} job{'s' * (total != 1)} {verb} the search.\n")
     if len(jobs) < total:
         sys.stderr.write(f"Showing {len(jobs)} of {total} jobs; use --limit to see more.\n")
 
