@@ -32,6 +32,7 @@ from .models import (
     queue_limit_text,
     queue_name,
 )
+from .schedules import ScheduleSpec, parse_schedule, schedule_name
 
 DEFAULT_CONFIG_FILE = "config.json"
 ENV_DB = "QUEUECTL_DB"
@@ -41,6 +42,7 @@ ENV_WRITE_TOKEN = "QUEUECTL_WRITE_TOKEN"
 # Keys of config.json that hold objects rather than one value; read by their own parsers.
 JOB_TYPES_KEY = "job_types"
 TOKENS_KEY = "http_tokens"
+SCHEDULES_KEY = "schedules"
 HUNG_POOL_FACTOR = 4  # the default hung-pool-timeout, in stale-worker-timeouts
 
 # When a changed setting reaches what already runs: `config set` says it, `config list` shows
@@ -291,6 +293,14 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "days a running pool keeps dead jobs before removing them (0: keep them all)",
     ),
     SettingSpec(
+        "keep_workers_days",
+        float,
+        0.0,
+        36500.0,
+        "days a running pool keeps the rows of stopped and lost workers before forgetting them "
+        "(0: keep them all)",
+    ),
+    SettingSpec(
         "max_queue_depth",
         int,
         0,
@@ -418,6 +428,7 @@ class Settings:
     keep_completed_days: float = 7.0
     keep_cancelled_days: float = 7.0
     keep_dead_days: float = 0.0
+    keep_workers_days: float = 7.0
     queue_limits: str = ""  # "reports=2,emails=5": set by each pool as it starts
     max_queue_depth: int = 0  # 0: no admission limit
     http_max_queues: int = 100
@@ -434,6 +445,9 @@ class Settings:
     # From config.json's objects (not `config set`): typed jobs and the HTTP tokens.
     job_types: Mapping[str, JobType] = field(default_factory=dict)
     tokens: tuple[ApiToken, ...] = ()
+    # The file's schedules, which pools keep in step with the store as they start; None when
+    # the file has no "schedules" key (then pools leave the stored ones alone).
+    schedules: Mapping[str, ScheduleSpec] | None = None
     # Where the settings came from; not settings themselves.
     config_file: str | None = None
 
@@ -574,6 +588,8 @@ def read_config_file(path: Path) -> dict[str, Any]:
         try:
             if name == JOB_TYPES_KEY:
                 values[name] = parse_job_types(value)
+            elif name == SCHEDULES_KEY:
+                continue  # below, once the job types a schedule may name are known
             elif name == TOKENS_KEY:
                 values["tokens"] = parse_tokens(value)
             else:
@@ -581,7 +597,28 @@ def read_config_file(path: Path) -> dict[str, Any]:
                 values[spec.key] = coerce(spec, value)
         except ConfigError as error:
             raise ConfigError(f"config file {path}: {error}") from None
+    if SCHEDULES_KEY in raw:
+        try:
+            values[SCHEDULES_KEY] = parse_schedules(raw[SCHEDULES_KEY], values.get(JOB_TYPES_KEY))
+        except ConfigError as error:
+            raise ConfigError(f"config file {path}: {error}") from None
     return values
+
+
+def parse_schedules(
+    raw: Any, job_types: Mapping[str, JobType] | None = None
+) -> dict[str, ScheduleSpec]:
+    """config.json's `schedules`: {"nightly": {"cron": "0 2 * * *", "command": "..."}, ...}."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{SCHEDULES_KEY} must be an object of schedule name to its definition")
+    found: dict[str, ScheduleSpec] = {}
+    for name, fields in raw.items():
+        where = f"{SCHEDULES_KEY}.{name}"
+        try:
+            found[schedule_name(name)] = parse_schedule(fields, job_types)
+        except InvalidInput as error:
+            raise ConfigError(f"{where}: {error}") from None
+    return found
 
 
 def parse_job_types(raw: Any) -> dict[str, JobType]:

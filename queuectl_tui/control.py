@@ -5,7 +5,7 @@ audit trail with who did it, from which face and host, and what it touched."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from .errors import InvalidInput, NotFound
@@ -20,6 +20,7 @@ from .models import (
     queue_name,
 )
 from .models import local_operator as local_operator  # each face's operator, from here too
+from .query import parse_query
 from .store import Store
 from .timeutil import to_iso
 
@@ -47,6 +48,8 @@ class Report:
     pending_stop: list[str]  # cancel: running, their pools stop them now
     unchanged: list[tuple[str, JobState]]  # in a state the action leaves alone
     missing: list[str]  # no such job
+    # Why some of `unchanged` were left alone, where it is not their state alone.
+    reasons: dict[str, str] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
@@ -124,7 +127,9 @@ def retry_jobs(
         lambda result: len(result.fresh) + len(result.ready),
     )
     done = [job_id for result in results for job_id in [*result.fresh, *result.ready]]
-    return _report(store, ids, done)
+    report = _report(store, ids, done)
+    report.reasons.update(why for result in results for why in result.blocked.items())
+    return report
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,11 +204,14 @@ def matching_ids(
     queue: str | None = None,
     search: str | None = None,
 ) -> list[str]:
-    """Every job id a filter selects, in creation order (for an action by filter)."""
+    """Every job id a filter selects, in creation order (for an action by filter): `search`
+    in the search language (query.py), as the console's `/` and `list --query` take it;
+    InvalidInput for bad text."""
+    query = None if not search else parse_query(search, store.now())
     ids: list[str] = []
     after: int | None = None
     while True:
-        page = store.list_jobs(state, 5000, after, False, search, queue)
+        page = store.list_jobs(state, limit=5000, after_seq=after, queue=queue, query=query)
         ids.extend(job.id for job in page)
         if len(page) < 5000:
             return ids
@@ -248,12 +256,6 @@ def prune(
     return removed
 
 
-def stop_requested(store: Store, pools: int, workers: int, who: Operator) -> None:
-    """Record a stop of every running pool (the request itself is the service's)."""
-    action = who.action("stop", f"{pools} pool(s) with {workers} worker(s)")
-    store.record_action(action, workers, store.now())
-
-
 def queue_overview(store: Store) -> list[QueueInfo]:
     return store.queues(store.now())
 
@@ -262,6 +264,12 @@ def set_paused(store: Store, name: str, paused: bool, who: Operator) -> None:
     name = queue_name(name, "queue", "a queue")
     action = who.action("pause" if paused else "resume", name)
     store.set_queue_paused(name, paused, store.now(), action)
+
+
+def set_text_index(store: Store, on: bool, who: Operator) -> None:
+    """Search free text through a trigram index (fast at any size, dearer inserts), or not."""
+    store.set_text_index(on)
+    store.record_action(who.action("search-index", "on" if on else "off"), 0, store.now())
 
 
 def set_limit(store: Store, name: str, limit: int | None, who: Operator) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from .lifecycle import FAILED_OUTCOMES
 from .models import ACTIVE_WORKER_STATUSES, JobState, Outcome
 from .store import Histogram, MetricsSnapshot, Store
 
@@ -17,8 +18,6 @@ if TYPE_CHECKING:
 
 # What generate_latest writes: the classic text format, version 0.0.4.
 PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-
-FAILED_OUTCOMES = (Outcome.FAILED, Outcome.TIMEOUT, Outcome.LOST)
 
 
 def read(store: Store) -> MetricsSnapshot:
@@ -116,7 +115,7 @@ def summary(s: MetricsSnapshot) -> dict[str, float]:
         "avg_execution_ms": _average_ms(s.run_time),
         "avg_time_in_queue_ms": _average_ms(s.queue_wait),
         "dead_letter_count": _jobs(s, JobState.DEAD),
-        "failure_count": _attempts(s, *FAILED_OUTCOMES),
+        "failure_count": _attempts(s, *sorted(FAILED_OUTCOMES)),
         "queue_depth": _jobs(s, JobState.PENDING, JobState.FAILED),
         "retry_count": s.retries,
         "success_count": _attempts(s, Outcome.COMPLETED),

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 from .display import is_utf8, printable
 from .errors import InvalidInput
-from .timeutil import parse_iso, to_iso
+from .timeutil import parse_duration, parse_iso, to_iso
 
 
 class JobState(str, Enum):
@@ -26,15 +26,18 @@ class JobState(str, Enum):
     FAILED = "failed"  # failed, retry scheduled at run_at
     DEAD = "dead"  # retries exhausted: the dead letter queue
     CANCELLED = "cancelled"  # an operator cancelled it: never run again unless retried
+    # It runs after other jobs (`after`) that have not all ended yet (lifecycle.after_parents).
+    WAITING = "waiting"
 
     def __str__(self) -> str:
         return self.value
 
 
 STATES: tuple[JobState, ...] = tuple(JobState)
-WAITING_STATES = (JobState.PENDING, JobState.FAILED)  # claimable once run_at has come
+# Claimable once run_at has come. (Queue figures call these jobs "waiting" to run, the
+# state WAITING aside: a job in it waits for other jobs, not for a worker.)
+WAITING_STATES = (JobState.PENDING, JobState.FAILED)
 FINISHED_STATES = (JobState.COMPLETED, JobState.DEAD, JobState.CANCELLED)
-RETRYABLE_STATES = (JobState.DEAD, JobState.CANCELLED)  # back to pending with a fresh budget
 
 
 class Outcome(str, Enum):
@@ -76,6 +79,25 @@ class WorkerStatus(str, Enum):
     @classmethod
     def _missing_(cls, value: object) -> WorkerStatus:
         return cls.UNKNOWN
+
+
+class StopKind(str, Enum):
+    """How a pool is asked to stop."""
+
+    GRACEFUL = "graceful"  # claim nothing more, let the running jobs finish, exit
+    # ... and stop the running commands now: their jobs go back to waiting, interrupted, without
+    # spending an attempt
+    FORCED = "forced"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def of(cls, forced: object) -> StopKind | None:
+        """The kind a stored request (or the strongest of several) says: NULL none, 0 or 1."""
+        if forced is None:
+            return None
+        return cls.FORCED if forced else cls.GRACEFUL
 
 
 ACTIVE_WORKER_STATUSES = (WorkerStatus.IDLE, WorkerStatus.BUSY, WorkerStatus.STOPPING)
@@ -127,6 +149,19 @@ class Job:
     job_type: str | None = None  # a typed job: its type's command gets `payload` on stdin
     payload: str | None = None  # JSON text
     error_group: str | None = None  # a failed run's fingerprint (error_groups.py)
+    cwd: str | None = None  # its runs' working directory; None: the pool's
+    env: str | None = None  # JSON text: names and values its runs get beside the pool's
+    # It runs once the jobs it runs after (JobLinks) have all ended, not only completed.
+    after_any_end: bool = False
+    # Cancelled because this job, which it runs after, ended without completing: retrying
+    # that job brings this one back.
+    blocked_by: str | None = None
+
+    @property
+    def environment(self) -> dict[str, str]:
+        """What the job adds to its runs' environment, as given."""
+        found: dict[str, str] = json.loads(self.env) if self.env else {}
+        return found
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape of a job, times as ISO 8601 UTC."""
@@ -154,7 +189,32 @@ class Job:
             "type": self.job_type,
             "payload": None if self.payload is None else json.loads(self.payload),
             "error_group": self.error_group,
+            "cwd": self.cwd,
+            "env": masked_environment(self.environment) if self.env else None,
+            "after_any_end": bool(self.after_any_end),
+            "blocked_by": self.blocked_by,
         }
+
+
+# Names whose values are not shown anywhere: what a password, key or token is usually called.
+_SECRET_NAME = re.compile(
+    r"pass|pwd|secret|token|key|auth|credential|private|cookie|session|signature|salt|cert"
+    r"|dsn",
+    re.IGNORECASE,
+)
+# A URL's user and password (postgres://u:pw@host, HTTPS_PROXY=http://u:p@proxy), whatever
+# the variable is called.
+_URL_USERINFO = re.compile(r"\b([a-z][a-z0-9+.-]*://)[^/@\s]+@", re.IGNORECASE)
+MASK = "********"
+
+
+def masked_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """The environment as it may be shown: the values of names that look secret masked, and
+    the credentials in any URL."""
+    return {
+        name: MASK if _SECRET_NAME.search(name) else _URL_USERINFO.sub(rf"\1{MASK}@", value)
+        for name, value in env.items()
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +242,32 @@ class Attempt:
             "output": self.output,
             "error": self.error,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class JobLink:
+    """Another job a job runs after (a parent), or one that runs after it (a child)."""
+
+    id: str
+    state: JobState | None  # its state now; None: it was deleted
+    # For a parent: how it ended as far as the child is concerned (completed, dead,
+    # cancelled or deleted); None while it has not ended.
+    ended: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "state": None if self.state is None else self.state.value,
+            "ended": self.ended,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class JobLinks:
+    """The jobs a job runs after, in the order given, and the jobs that run after it."""
+
+    parents: tuple[JobLink, ...] = ()
+    children: tuple[JobLink, ...] = ()
 
 
 class Stream(str, Enum):
@@ -268,6 +354,22 @@ class JobSpec(NamedTuple):
     queue: str = DEFAULT_QUEUE
     job_type: str | None = None
     payload: str | None = None  # JSON text, only with a job_type
+    # Milliseconds from the enqueue, instead of a run_at; the service makes it a run_at by the
+    # store's clock (`with_run_at`), so no store sees it.
+    delay: int | None = None
+    cwd: str | None = None  # the runs' working directory; None: the pool's
+    env: str | None = None  # JSON text of names and values added to the pool's environment
+    # The ids of jobs it runs after (made before it); it waits until they have completed
+    # (or, with after_any_end, ended in any way).
+    after: tuple[str, ...] = ()
+    after_any_end: bool = False
+
+
+def with_run_at(spec: JobSpec, now: int) -> JobSpec:
+    """The spec with its delay, if it has one, turned into the run_at it means at `now`."""
+    if spec.delay is None:
+        return spec
+    return spec._replace(run_at=min(now + spec.delay, MAX_RUN_AT), delay=None)
 
 
 def replay_difference(
@@ -285,6 +387,8 @@ def replay_difference(
         "priority": spec.priority,
         "max_retries": default_max_retries if spec.max_retries is None else spec.max_retries,
         "timeout": spec.timeout,
+        "cwd": spec.cwd,
+        "env": None if spec.env is None else json.loads(spec.env),
     }
     stored = {
         "id": job.id,
@@ -295,6 +399,8 @@ def replay_difference(
         "priority": job.priority,
         "max_retries": job.max_retries,
         "timeout": job.timeout,
+        "cwd": job.cwd,
+        "env": None if job.env is None else json.loads(job.env),
     }
     return next((name for name in wanted if wanted[name] != stored[name]), None)
 
@@ -328,9 +434,14 @@ JOB_FIELDS = (
     "queue",
     "priority",
     "run_at",
+    "delay",
     "max_retries",
     "timeout",
     "idempotency_key",
+    "cwd",
+    "env",
+    "after",
+    "after_any_end",
 )
 _JOB_FIELD_SET = frozenset(JOB_FIELDS)
 
@@ -363,6 +474,17 @@ def _text(value: Any, name: str, max_length: int) -> str:
     return value
 
 
+def _job_id(value: Any) -> str:
+    """A job id as given: printable, and no blanks around it (an id that differs from another
+    only by a space would look like it, in every list)."""
+    job_id = _text(value, "id", MAX_ID_LENGTH)
+    if job_id.isspace():
+        raise JobSpecError("field 'id' must not be blank", "id")
+    if job_id != job_id.strip():
+        raise JobSpecError("field 'id' must not begin or end with whitespace", "id")
+    return job_id
+
+
 def _integer(value: Any, name: str, low: int, high: int) -> int:
     if not _is_int(value):
         raise JobSpecError(f"field '{name}' must be an integer", name)
@@ -383,6 +505,124 @@ def _run_at(value: Any) -> int:
         raise JobSpecError(
             f"field 'run_at' must be between {low} and {high} (UTC), not {value!r}", "run_at"
         )
+    return ms
+
+
+MAX_DELAY_MS = 100 * 365 * 86_400_000  # a hundred years
+MAX_CWD_LENGTH = 4096  # PATH_MAX
+MAX_ENV_BYTES = 64 * 1024  # a job's own environment, as JSON
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _cwd(value: Any) -> str:
+    """An absolute directory path: the runs start there (a relative one would depend on
+    which pool runs it)."""
+    if not isinstance(value, str) or not value.startswith("/"):
+        raise JobSpecError("field 'cwd' must be an absolute path such as /srv/reports", "cwd")
+    if len(value) > MAX_CWD_LENGTH or "\x00" in value:
+        message = f"field 'cwd' must be at most {MAX_CWD_LENGTH} characters, without NUL"
+        raise JobSpecError(message, "cwd")
+    _check_unicode(value, "cwd")
+    return value
+
+
+def _env(value: Any) -> str:
+    """Names and values for the runs' environment, as the JSON text stored."""
+    if not isinstance(value, dict):
+        raise JobSpecError('field \'env\' must be an object such as {"K": "V"}', "env")
+    for name, text in value.items():
+        if ENV_NAME.fullmatch(name) is None or name.startswith("QUEUECTL_"):
+            shown = printable(name, single_line=True)
+            raise JobSpecError(
+                f"field 'env': {shown!r} is not a name a job may set (letters, digits and _, "
+                "not starting with a digit or QUEUECTL_)",
+                "env",
+            )
+        if not isinstance(text, str) or "\x00" in text:
+            raise JobSpecError(f"field 'env': the value of {name} must be text without NUL", "env")
+        _check_unicode(text, "env")
+    encoded = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if len(encoded.encode()) > MAX_ENV_BYTES:
+        raise JobSpecError(f"field 'env' must be at most {MAX_ENV_BYTES // 1024} KiB", "env")
+    return encoded
+
+
+@dataclass(frozen=True, slots=True)
+class JobDefaults:
+    """What the submitter gives every job that does not say it itself (`enqueue --delay
+    --cwd --env`), validated as the fields are."""
+
+    delay: int | None = None
+    cwd: str | None = None
+    env: str | None = None  # JSON text
+    after: tuple[str, ...] = ()
+    after_any_end: bool = False
+
+    @classmethod
+    def of(
+        cls,
+        delay: Any = None,
+        cwd: Any = None,
+        env: Any = None,
+        after: Any = None,
+        after_any_end: bool = False,
+    ) -> JobDefaults:
+        """From raw values (JobSpecError naming the field for a bad one)."""
+        if after_any_end and not after:
+            raise JobSpecError(
+                "field 'after_any_end' needs 'after': the jobs to wait for", "after_any_end"
+            )
+        return cls(
+            None if delay is None else _delay(delay),
+            None if cwd is None else _cwd(cwd),
+            None if env is None else _env(env),
+            () if after is None else _after(after, ""),
+            after_any_end,
+        )
+
+    def apply(self, spec: JobSpec) -> JobSpec:
+        """The spec with what it leaves unset taken from here; JobSpecError for a typed job
+        given a directory or an environment (its type says how it runs), or a job told to
+        run after itself."""
+        if spec.job_type is not None and (self.cwd is not None or self.env is not None):
+            field = "cwd" if self.cwd is not None else "env"
+            raise JobSpecError(
+                f"field '{field}' is not for typed jobs: their type says how they run", field
+            )
+        when = self.delay if spec.run_at is None and spec.delay is None else spec.delay
+        own_after = bool(spec.after)
+        if not own_after and spec.id in self.after:
+            shown = printable(spec.id, True)
+            raise JobSpecError(f"job '{shown}' cannot run after itself", "after")
+        return spec._replace(
+            delay=when,
+            cwd=spec.cwd if spec.cwd is not None else self.cwd,
+            env=spec.env if spec.env is not None else self.env,
+            after=spec.after if own_after else self.after,
+            after_any_end=spec.after_any_end if own_after else self.after_any_end,
+        )
+
+    def __bool__(self) -> bool:
+        given = (self.delay, self.cwd, self.env)
+        return any(value is not None for value in given) or bool(self.after)
+
+
+def _delay(value: Any) -> int:
+    """A delay as milliseconds: a duration ('90s', '10m', '2h', '7d', '2w') or seconds."""
+    if isinstance(value, str):
+        try:
+            ms = parse_duration(value)
+        except ValueError as error:
+            raise JobSpecError(f"field 'delay': {error}", "delay") from None
+    elif isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+        if value * 1000 > MAX_DELAY_MS:
+            raise JobSpecError("field 'delay' must be at most a hundred years", "delay")
+        ms = int(value * 1000)
+    else:
+        message = "field 'delay' must be a duration such as '10m' or a number of seconds"
+        raise JobSpecError(message, "delay")
+    if ms > MAX_DELAY_MS:
+        raise JobSpecError("field 'delay' must be at most a hundred years", "delay")
     return ms
 
 
@@ -415,6 +655,7 @@ def parse_job_spec(obj: Any, job_types: Mapping[str, JobType] | None = None) -> 
             and raw_id.isascii()
             and 0 < len(raw_id) <= MAX_ID_LENGTH
             and raw_id.isprintable()
+            and raw_id[0] != " " != raw_id[-1]
             and not command.isspace()
             and command
             and "\x00" not in command
@@ -441,16 +682,27 @@ def parse_job_spec(obj: Any, job_types: Mapping[str, JobType] | None = None) -> 
     _check_unicode(command, "command")
 
     raw_id = obj.get("id")
-    job_id = new_job_id() if raw_id is None else _text(raw_id, "id", MAX_ID_LENGTH)
+    job_id = new_job_id() if raw_id is None else _job_id(raw_id)
     if len(obj) == (1 if "id" not in obj else 2):  # just a command (and an id)
         return JobSpec(job_id, command)
 
     priority = obj.get("priority")
     max_retries = obj.get("max_retries")
     run_at = obj.get("run_at")
+    delay = obj.get("delay")
+    if delay is not None and run_at is not None:
+        raise JobSpecError("give a job either 'run_at' or 'delay', not both", "delay")
     timeout = obj.get("timeout")
     key = obj.get("idempotency_key")
     queue = obj.get("queue")
+    after = () if obj.get("after") is None else _after(obj["after"], job_id)
+    any_end = obj.get("after_any_end")
+    if any_end is not None and not isinstance(any_end, bool):
+        raise JobSpecError("field 'after_any_end' must be true or false", "after_any_end")
+    if any_end and not after:
+        raise JobSpecError(
+            "field 'after_any_end' needs 'after': the jobs to wait for", "after_any_end"
+        )
     return JobSpec(
         job_id,
         command,
@@ -460,12 +712,42 @@ def parse_job_spec(obj: Any, job_types: Mapping[str, JobType] | None = None) -> 
         None if timeout is None else _timeout(timeout),
         None if key is None else _text(key, "idempotency_key", MAX_KEY_LENGTH),
         DEFAULT_QUEUE if queue is None else queue_name(queue, "queue"),
+        delay=None if delay is None else _delay(delay),
+        cwd=None if obj.get("cwd") is None else _cwd(obj["cwd"]),
+        env=None if obj.get("env") is None else _env(obj["env"]),
+        after=after,
+        after_any_end=bool(any_end),
     )
+
+
+MAX_AFTER = 1000  # jobs one job may run after
+
+
+def _after(value: Any, job_id: str) -> tuple[str, ...]:
+    """The ids a job runs after: a list, or one string of ids separated by commas."""
+    if isinstance(value, str):
+        value = [part.strip() for part in value.split(",")]
+    if not isinstance(value, list) or not value:
+        raise JobSpecError(
+            "field 'after' must be job ids: a list, or ids separated by commas", "after"
+        )
+    if len(value) > MAX_AFTER:
+        raise JobSpecError(f"field 'after' may name at most {MAX_AFTER} jobs", "after")
+    ids = tuple(dict.fromkeys(_text(item, "after", MAX_ID_LENGTH) for item in value))
+    if job_id in ids:
+        raise JobSpecError(f"job '{printable(job_id, True)}' cannot run after itself", "after")
+    return ids
 
 
 def _typed_job_spec(obj: dict[str, Any], job_types: Mapping[str, JobType]) -> JobSpec:
     if "command" in obj:
         raise JobSpecError("give a job either a 'command' or a 'type', not both", "command")
+    for fixed in ("cwd", "env"):
+        # Its type fixes how it runs: whoever may submit the type (an anonymous HTTP client)
+        # may not point it at another directory or change its environment (LD_PRELOAD).
+        if fixed in obj:
+            message = f"field '{fixed}' is not for typed jobs: their type says how they run"
+            raise JobSpecError(message, fixed)
     name = obj.get("type")
     if name is None:
         raise JobSpecError("field 'payload' needs a 'type' whose command gets it", "type")

@@ -9,7 +9,8 @@ from .models import Job, JobState, WorkerStatus
 from .timeutil import human_seconds
 
 # The states in the order an operator follows a job through the queue: the state tabs of the
-# console and of the web dashboard.
+# console and of the web dashboard. Waiting (for other jobs) came later, and goes last, so the
+# tabs' keys stay as they were.
 STATE_ORDER: tuple[JobState, ...] = (
     JobState.PENDING,
     JobState.PROCESSING,
@@ -17,6 +18,7 @@ STATE_ORDER: tuple[JobState, ...] = (
     JobState.DEAD,
     JobState.COMPLETED,
     JobState.CANCELLED,
+    JobState.WAITING,
 )
 
 STATE_STYLES: dict[JobState, str] = {
@@ -26,6 +28,7 @@ STATE_STYLES: dict[JobState, str] = {
     JobState.FAILED: "magenta",
     JobState.DEAD: "bold red",
     JobState.CANCELLED: "dim",
+    JobState.WAITING: "blue",
 }
 
 WORKER_STYLES: dict[WorkerStatus, str] = {
@@ -57,3 +60,13 @@ def exit_style(code: int | None) -> str:
 def attempts(job: Job) -> tuple[str, str]:
     """Attempts used of the budget ("2/4"), red once the budget is spent."""
     return f"{job.attempts}/{job.max_retries + 1}", "red" if job.attempts > job.max_retries else ""
+
+
+def countdown(at: int | None, now: int) -> str:
+    """How long until `at`: 'in 4m10s', 'due' once it has come, '' when there is none (a
+    schedule's next tick, in the CLI, the console and the web page alike)."""
+    if at is None:
+        return ""
+    if at <= now:
+        return "due"
+    return "in " + human_seconds((at - now + 999) // 1000)

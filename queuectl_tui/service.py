@@ -3,26 +3,28 @@ console and its CLI twin do exactly the same thing."""
 
 from __future__ import annotations
 
-import json
-import json.scanner
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from .config import Settings
+from .display import printable
 from .error_groups import ErrorGroup
 from .errors import InvalidInput, NotFound
+from .job_input import InputError, line_of_id, parse_job_batches, parse_job_json
 from .models import (
     Attempt,
     Job,
+    JobDefaults,
+    JobLinks,
     JobSpec,
     JobSpecError,
     JobState,
-    JobType,
     Operator,
     QueueCounts,
     Worker,
     WorkerStatus,
-    parse_job_spec,
+    with_run_at,
 )
 from .query import parse_query
 from .store import (
@@ -34,12 +36,9 @@ from .store import (
     StoreError,
     StoreOptions,
     SubmitResult,
+    UnknownParent,
     open_store,
 )
-
-
-class InputError(InvalidInput):
-    """Enqueue input that was refused; nothing was written."""
 
 
 class NotFoundError(NotFound):
@@ -54,126 +53,17 @@ def open_queue(settings: Settings) -> Store:
 
 
 # Longer than any number a job field accepts, and short enough to convert quickly.
-_MAX_INT_DIGITS = 100
-
-
-def _bounded_int(digits: str) -> int:
-    """JSON integers as Python ints, except that one too long for any field (Python refuses to
-    convert more than 4300 digits at all) becomes a value every field's range check refuses,
-    so the error still names the field."""
-    if len(digits.lstrip("-")) > _MAX_INT_DIGITS:
-        return int(-(10**_MAX_INT_DIGITS) if digits.startswith("-") else 10**_MAX_INT_DIGITS)
-    return int(digits)
-
-
-def parse_job_json(text: str, job_types: Mapping[str, JobType] | None = None) -> JobSpec:
-    """One job from JSON text, validated (InputError names the field); a typed job's type
-    must be one of `job_types`."""
-    try:
-        obj = json.loads(text, parse_int=_bounded_int)
-    except json.JSONDecodeError as error:
-        where = f"line {error.lineno} column {error.colno}"
-        raise InputError(f"invalid JSON: {error.msg} ({where})") from None
-    except RecursionError:
-        raise InputError("invalid JSON: values nested too deeply") from None
-    try:
-        return parse_job_spec(obj, job_types)
-    except JobSpecError as error:
-        raise InputError(str(error), error.field) from None
-
-
-# Jobs validated per step of a bulk enqueue; the store inserts one step while the next is
-# being validated.
-BULK_BATCH = 20_000
-
-
-def parse_job_batches(
-    lines: Iterable[str],
-    batch_size: int = BULK_BATCH,
-    job_types: Mapping[str, JobType] | None = None,
-) -> Iterator[list[JobSpec]]:
-    """JSON Lines, one job per non-blank line, validated and yielded a batch at a time.
-
-    Raises InputError naming the line at the first bad one, or at an id that appeared on an
-    earlier line; a consumer that writes inside one transaction then writes nothing."""
-    numbered = [(n, line) for n, line in enumerate(lines, start=1) if line.strip()]
-    seen: set[str] = set()
-    for start in range(0, len(numbered), batch_size):
-        chunk = numbered[start : start + batch_size]
-        objects = _decode(chunk)
-        try:
-            specs = [parse_job_spec(obj, job_types) for obj in objects]
-        except JobSpecError:  # find the first bad line again, to name it
-            specs = [
-                _validate(number, obj, job_types)
-                for (number, _), obj in zip(chunk, objects, strict=True)
-            ]
-        before = len(seen)
-        seen.update(spec.id for spec in specs)
-        if len(seen) - before != len(specs):
-            _repeated_id(numbered[: start + len(chunk)], specs, start, job_types)
-        yield specs
-
-
-def _repeated_id(
-    numbered: list[tuple[int, str]],
-    specs: list[JobSpec],
-    start: int,
-    job_types: Mapping[str, JobType] | None,
-) -> None:
-    """Raise InputError for the first id of this chunk that appeared on an earlier line (the
-    rare path: the ids of earlier chunks are read again to find where)."""
-    first_line_of: dict[str, int] = {}
-    for number, line in numbered[:start]:
-        spec = parse_job_spec(_decode_json(line), job_types)
-        first_line_of.setdefault(spec.id, number)
-    for spec, (number, _) in zip(specs, numbered[start:], strict=True):
-        earlier = first_line_of.setdefault(spec.id, number)
-        if earlier != number:
-            raise InputError(f"line {number}: id '{spec.id}' already appears on line {earlier}")
-
-
-_decode_json = json.JSONDecoder().decode
-# The decoder's own scanner (C where available), called directly: one value from the start of
-# a line, without decode()'s whitespace handling, which costs half the time of a short line.
-_scan_json = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
-
-
-def _decode(chunk: list[tuple[int, str]]) -> list[object]:
-    # Each line parsed on its own: joining lines into one array would let a value that spans
-    # two lines, or two values on one line, pass. A line that does not hold exactly one value
-    # with nothing around it (white space included) takes the careful pass, which accepts
-    # white space and words the error.
-    try:
-        scanned = [_scan_json(line, 0) for _, line in chunk]
-    except (ValueError, RecursionError, StopIteration):  # also a number too long to convert
-        return [_decode_line(number, line) for number, line in chunk]
-    if all(end == len(line) for (_, end), (_, line) in zip(scanned, chunk, strict=True)):
-        return [value for value, _ in scanned]
-    return [_decode_line(number, line) for number, line in chunk]
-
-
-def _decode_line(number: int, line: str) -> object:
-    try:
-        objects = json.loads("[" + line + "]", parse_int=_bounded_int)
-    except json.JSONDecodeError as error:
-        raise InputError(f"line {number}: invalid JSON: {error.msg}") from None
-    except RecursionError:
-        raise InputError(f"line {number}: invalid JSON: values nested too deeply") from None
-    if len(objects) != 1:
-        raise InputError(f"line {number}: one JSON object per line, found {len(objects)} values")
-    return objects[0]
-
-
-def _validate(number: int, obj: object, job_types: Mapping[str, JobType] | None) -> JobSpec:
-    try:
-        return parse_job_spec(obj, job_types)
-    except JobSpecError as error:
-        raise InputError(f"line {number}: {error}", error.field) from None
+def _timed(specs: Sequence[JobSpec], now: int) -> Sequence[JobSpec]:
+    """The specs with their delays made run_at times from `now` (the same list if none has
+    one: a million-job batch is not copied for nothing)."""
+    if all(spec.delay is None for spec in specs):
+        return specs
+    return [with_run_at(spec, now) for spec in specs]
 
 
 def enqueue(store: Store, settings: Settings, spec: JobSpec) -> EnqueueResult:
-    return store.enqueue(spec, settings.max_retries, store.now())
+    now = store.now()
+    return store.enqueue(with_run_at(spec, now), settings.max_retries, now)
 
 
 def admission(settings: Settings) -> Admission:
@@ -195,21 +85,48 @@ def submit(
 ) -> list[SubmitResult]:
     """Independent submissions in one durable transaction, each with its own outcome (and,
     with `submitters`, one per spec, each job created audited as theirs)."""
-    return store.submit(specs, settings.max_retries, store.now(), admission(settings), submitters)
+    now = store.now()
+    return store.submit(
+        _timed(specs, now), settings.max_retries, now, admission(settings), submitters
+    )
 
 
-def enqueue_lines(store: Store, settings: Settings, lines: Iterable[str]) -> BulkEnqueueResult:
-    """Validate a JSON Lines input, then store it in one transaction: all or nothing.
+def _defaulted(batch: Sequence[JobSpec], defaults: JobDefaults) -> list[JobSpec]:
+    done = []
+    for spec in batch:
+        try:
+            done.append(defaults.apply(spec))
+        except JobSpecError as error:
+            raise InputError(f"job {printable(spec.id, True)}: {error}", error.field) from None
+    return done
+
+
+def enqueue_lines(
+    store: Store, settings: Settings, lines: Iterable[str], defaults: JobDefaults | None = None
+) -> BulkEnqueueResult:
+    """Validate a JSON Lines input, then store it in one transaction: all or nothing (with
+    `defaults` for what the jobs leave unset; InputError naming the line if one cannot).
 
     Validation happens before the transaction opens, so the write lock (which every worker's
     heartbeat needs too) is held only for the inserts themselves."""
+    lines = list(lines)  # read again to name the line of a job that runs after an unknown one
     batches = list(parse_job_batches(lines, job_types=settings.job_types))
-    return store.enqueue_batches(batches, settings.max_retries, store.now())
+    if defaults:
+        batches = [_defaulted(batch, defaults) for batch in batches]
+    now = store.now()
+    timed = [_timed(batch, now) for batch in batches]
+    try:
+        return store.enqueue_batches(timed, settings.max_retries, now)
+    except UnknownParent as error:
+        number = line_of_id(lines, error.job_id)
+        where = f"line {number}: " if number is not None else ""
+        raise InputError(f"{where}{error}", "after") from None
 
 
 def enqueue_specs(store: Store, settings: Settings, specs: Sequence[JobSpec]) -> BulkEnqueueResult:
     """Store validated jobs in one transaction: all or nothing."""
-    return store.enqueue_batches([specs], settings.max_retries, store.now())
+    now = store.now()
+    return store.enqueue_batches([_timed(specs, now)], settings.max_retries, now)
 
 
 def get_job(store: Store, job_id: str) -> Job:
@@ -222,6 +139,22 @@ def get_job(store: Store, job_id: str) -> Job:
 def job_history(store: Store, job_id: str) -> tuple[Job, list[Attempt]]:
     """One job and its attempts, oldest first."""
     return get_job(store, job_id), store.attempts(job_id)
+
+
+def job_links(store: Store, job_id: str, children: int = 1000) -> JobLinks:
+    """The jobs `job_id` runs after, and (up to `children` of) those that run after it."""
+    return store.job_links(job_id, children)
+
+
+def links_view(links: JobLinks) -> dict[str, Any]:
+    """A job's links as its JSON shows them: `after` (the jobs it runs after, each with its
+    state now and how it ended for this job) and `dependents` (the jobs that run after it)."""
+    return {
+        "after": [link.to_dict() for link in links.parents],
+        "dependents": [
+            {"id": link.id, "state": link.state and link.state.value} for link in links.children
+        ],
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,11 +170,19 @@ def list_jobs(
     after_seq: int | None = None,
     newest_first: bool = False,
     queue: str | None = None,
+    by_end: bool = False,
+    after_end: int | None = None,
 ) -> JobPage:
-    """One keyset page of jobs (in creation order, or newest first; of one queue if given)
-    and how many there are."""
+    """One keyset page of jobs (in creation order, or newest first; of one queue if given;
+    `by_end`: the ended ones in the order they ended) and how many there are."""
     jobs = store.list_jobs(
-        state, limit=limit, after_seq=after_seq, newest_first=newest_first, queue=queue
+        state,
+        limit=limit,
+        after_seq=after_seq,
+        newest_first=newest_first,
+        queue=queue,
+        by_end=by_end,
+        after_end=after_end,
     )
     counts = store.counts(queue)
     return JobPage(jobs, counts.get(state, 0) if state else sum(counts.values()))
@@ -254,11 +195,18 @@ def find_jobs(
     after_seq: int | None = None,
     search: str | None = None,
     queue: str | None = None,
+    by_end: bool = False,
 ) -> list[Job]:
-    """One keyset page, newest first, of the jobs whose id or command contains `search` (of
-    one queue, if given)."""
+    """One keyset page, newest first (`by_end`: the last to end first), of the jobs whose id
+    or command contains `search` (of one queue, if given)."""
     return store.list_jobs(
-        state, limit=limit, after_seq=after_seq, newest_first=True, search=search, queue=queue
+        state,
+        limit=limit,
+        after_seq=after_seq,
+        newest_first=True,
+        search=search,
+        queue=queue,
+        by_end=by_end,
     )
 
 
@@ -277,14 +225,26 @@ def search_jobs(
     state: JobState | None = None,
     queue: str | None = None,
     count: bool = True,
+    by_end: bool = False,
+    after_end: int | None = None,
 ) -> SearchPage:
     """One keyset page of the jobs a search (query.py) matches, within a state and queue if
-    given, and how many match in all (when `count`; else -1). InputError for bad text."""
+    given (`by_end`: in the order they ended), and how many match in all (when `count`; else
+    -1). InputError for bad text."""
     try:
         query = parse_query(text, store.now())
     except InvalidInput as error:
         raise InputError(str(error), "query") from None
-    jobs = store.list_jobs(state, limit, after_seq, newest_first, queue=queue, query=query)
+    jobs = store.list_jobs(
+        state,
+        limit=limit,
+        after_seq=after_seq,
+        newest_first=newest_first,
+        queue=queue,
+        query=query,
+        by_end=by_end,
+        after_end=after_end,
+    )
     if not count:
         return SearchPage(jobs, -1)
     narrowed = replace(
@@ -318,7 +278,10 @@ def queue_status(store: Store, queue: str | None = None) -> QueueCounts:
 
 
 def dead_jobs(store: Store, limit: int, after_seq: int | None = None) -> list[Job]:
-    return store.list_jobs(JobState.DEAD, limit=limit, after_seq=after_seq)
+    """One keyset page of the dead letters, the latest to die first."""
+    return store.list_jobs(
+        JobState.DEAD, limit=limit, after_seq=after_seq, newest_first=True, by_end=True
+    )
 
 
 def error_groups(
@@ -337,7 +300,7 @@ def shown_status(worker: Worker, stale_after_s: float, now: int) -> WorkerStatus
     """The status every face shows: HUNG for an active worker of a live pool on this host
     that has been silent past the stale timeout. `now` is the store's clock (Store.now), the
     one heartbeats are stamped with."""
-    from .engine.pool import worker_shown_status  # /proc knowledge, loaded only when needed
+    from .engine.liveness import worker_shown_status  # /proc knowledge, loaded only when needed
 
     return worker_shown_status(worker, stale_after_s, now)
 
@@ -371,7 +334,7 @@ def _live(workers: list[Worker], stale_after_s: float, now: int) -> list[Worker]
     """The workers that belong to a live pool: on this host its process exists (and is not a
     newer one that reused the pid); elsewhere its heartbeat is fresh. A pool that was killed
     leaves its workers marked active until another pool recovers them."""
-    from .engine.pool import worker_is_running
+    from .engine.liveness import worker_is_running
 
     return [w for w in workers if worker_is_running(w, stale_after_s, now)]
 
@@ -381,17 +344,35 @@ def running_workers(store: Store, stale_after_s: float) -> list[Worker]:
     return _live(store.list_workers(active_only=True), stale_after_s, store.now())
 
 
-def stop_pools(store: Store, stale_after_s: float) -> list[Worker]:
-    """Ask every running pool to stop gracefully; returns the live workers that will obey: the
-    ones active when the request was recorded (a pool still loading obeys it too, once it has
-    registered)."""
-    return _live(request_stop(store), stale_after_s, store.now())
+def running_pool(store: Store, name: str, stale_after_s: float) -> str:
+    """The id of the running pool `name` names (its id, or one of its workers' ids);
+    NotFoundError if no live pool is one."""
+    for worker in running_workers(store, stale_after_s):
+        if name in (worker.pool_id, worker.id):
+            return worker.pool_id
+    raise NotFoundError(f"no running pool '{name}' (queuectl workers lists them)")
 
 
-def request_stop(store: Store) -> list[Worker]:
-    """Ask every running pool on this database to stop gracefully; returns the workers that
-    were active when the request was recorded."""
-    return store.request_stop(store.now())
+def stop_pools(
+    store: Store,
+    stale_after_s: float,
+    who: Operator,
+    pool: str | None = None,
+    forced: bool = False,
+) -> list[Worker]:
+    """Ask every running pool, or the one `pool` names (see `running_pool`), to stop:
+    gracefully, or `forced` (their running commands are stopped now and the jobs handed back
+    without spending an attempt). Recorded in the audit trail. Returns the live workers that
+    will obey: the ones active when the request was recorded (a pool still loading obeys a
+    request for every pool too, once it has registered)."""
+    pool_id = None if pool is None else running_pool(store, pool, stale_after_s)
+    asked = _live(store.request_stop(store.now(), pool_id, forced), stale_after_s, store.now())
+    if asked:
+        pools = len({worker.pool_id for worker in asked})
+        whom = f"pool {pool_id}" if pool_id else f"{pools} pool(s)"
+        detail = f"{whom} with {len(asked)} worker(s)" + (", forced" if forced else "")
+        store.record_action(who.action("stop", detail), len(asked), store.now())
+    return asked
 
 
 __all__ = [
@@ -413,7 +394,7 @@ __all__ = [
     "parse_job_json",
     "queue_stats",
     "queue_status",
-    "request_stop",
+    "running_pool",
     "running_workers",
     "shown_status",
     "shown_workers",

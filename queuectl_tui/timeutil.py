@@ -66,6 +66,18 @@ def human_age(ms: int | None, now: int) -> str:
     return human_seconds(seconds)
 
 
+def rough_age(ms: int | None, now: int) -> str:
+    """An age for a table cell that changes at most once a minute past the first minute
+    ('43s', '10m', '2h05m', '5d04h'): a screen of rows redrawn each second costs a console
+    ten times the CPU of one redrawn each minute."""
+    if ms is None:
+        return ""
+    seconds = max(0, (now - ms) // 1000)
+    if 60 <= seconds < 3600:
+        return f"{seconds // 60}m"
+    return human_seconds(seconds)
+
+
 def human_seconds(seconds: float) -> str:
     seconds = int(seconds)
     if seconds < 60:

@@ -12,6 +12,7 @@ import asyncio
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,7 +20,10 @@ from pathlib import Path
 from queuectl_tui.config import Settings
 from queuectl_tui.store import SQLiteStore
 from queuectl_tui.tui.app import QueueConsole
-from queuectl_tui.tui.demo import DEMO_NOW, seed_demo
+
+# The demo queue lives with the tests that use it most.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from demo_queue import DEMO_NOW, seed_demo
 
 WAIT = "<wait>"  # not a key: let the views that read at their own pace (live output) catch up
 
@@ -41,6 +45,7 @@ VIEWS: tuple[tuple[str, tuple[int, int], Sequence[str]], ...] = (
     ("marks", (100, 30), ("2", "space", "down", "space", "c")),
     ("search", (120, 30), ("slash", *"state:dead exit:1", "enter")),
     ("error-groups", (120, 30), ("e",)),
+    ("schedules", (120, 30), ("t",)),
 )
 
 

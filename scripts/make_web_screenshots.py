@@ -25,7 +25,10 @@ from playwright.sync_api import Page, sync_playwright
 
 from queuectl_tui.store import SQLiteStore
 from queuectl_tui.timeutil import now_ms
-from queuectl_tui.tui.demo import seed_demo
+
+# The demo queue lives with the tests that use it most.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from demo_queue import seed_demo
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -49,10 +52,13 @@ def free_port() -> int:
 
 
 @contextmanager
-def dashboard_server(db: Path, folder: Path) -> Iterator[str]:
-    """`queuectl dashboard --addr` on a free port, until the block ends."""
+def dashboard_server(db: Path, folder: Path, read_token: str | None = None) -> Iterator[str]:
+    """`queuectl dashboard --addr` on a free port (reads needing `read_token` if given),
+    until the block ends."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("QUEUECTL_")}
+    if read_token is not None:
+        env["QUEUECTL_READ_TOKEN"] = read_token
     queuectl = [sys.executable, "-m", "queuectl_tui", "--db", str(db)]
     server = subprocess.Popen(
         [*queuectl, "dashboard", "--addr", f"127.0.0.1:{port}"],
@@ -102,6 +108,16 @@ def shoot(url: str, out: Path) -> None:
         browser.close()
 
 
+def shoot_sign_in(url: str, out: Path) -> None:
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 400})
+        page.goto(url + "/")
+        page.wait_for_selector("#sign-in-form", timeout=15000)
+        page.screenshot(path=str(out / "web-sign-in.png"))
+        browser.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="Screenshots of the web dashboard.")
     parser.add_argument("--out", default="screenshots", help="folder for the images")
@@ -115,7 +131,10 @@ def main() -> None:
         store.close()
         with dashboard_server(folder / "queue.db", folder) as url:
             shoot(url, out)
-    for shot in ("web-overview", "web-job", "web-dlq"):
+        token = "screenshot-read-token-0f3c9a7e2b51d684"
+        with dashboard_server(folder / "queue.db", folder, token) as url:
+            shoot_sign_in(url, out)
+    for shot in ("web-overview", "web-job", "web-dlq", "web-sign-in"):
         print(out / f"{shot}.png")
 
 

@@ -107,8 +107,12 @@ def main() -> None:
         "workers": ViewRequest(Pane.WORKERS),
     }
     for name, request in views.items():
-        plain = timed(lambda r=request: read_snapshot(store, r, now_ms(), 0, False))
-        rates = timed(lambda r=request: read_snapshot(store, r, now_ms(), 0, True), 10)
+
+        def read(with_rates: bool, request: ViewRequest = request) -> Callable[[], object]:
+            return lambda: read_snapshot(store, request, now_ms(), 0, with_rates)
+
+        plain = timed(read(False))
+        rates = timed(read(True), 10)
         print(f"read {name}: {plain}; with per-minute rates (every 5 s): {rates}")
     asyncio.run(measure_ui(args.database, store))
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -46,7 +46,7 @@ def measure_pool(folder: Path, jobs: int, workers: int, round_number: int) -> No
     database = folder / f"round-{round_number}.db"
     open_store(database).close()
     with (
-        PoolProcess(database, workers, folder / f"round-{round_number}.log") as pool,
+        PoolProcess(str(database), workers, folder / f"round-{round_number}.log") as pool,
         open_store(database) as store,
     ):
         assert pool.process is not None

@@ -59,7 +59,7 @@ def main() -> None:
     database = folder / "mixed.db"
     open_store(database).close()
     with (
-        PoolProcess(database, args.workers, folder / "pool.log") as pool,
+        PoolProcess(str(database), args.workers, folder / "pool.log") as pool,
         open_store(database) as store,
     ):
         time.sleep(0.5)

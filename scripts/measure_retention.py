@@ -18,7 +18,7 @@ from pathlib import Path
 
 from queuectl_tui.lifecycle import RetryPolicy
 from queuectl_tui.models import JobSpec, JobState, Outcome, Worker, WorkerStatus
-from queuectl_tui.store import Settlement, open_store
+from queuectl_tui.store import ClaimRequest, Settlement, open_store
 
 WORKERS = [f"w{n}" for n in range(10)]
 START = 1_800_000_000_000
@@ -60,7 +60,8 @@ def run(path: Path, jobs: int, keep: int | None) -> list[str]:
                     for job in held.values()
                 ]
                 started = time.perf_counter()
-                exchange = store.exchange(settlements, WORKERS, os.getpid(), clock, policy)
+                request = ClaimRequest(settlements, WORKERS, os.getpid(), clock, policy)
+                exchange = store.exchange(request)
                 samples.append(time.perf_counter() - started)
                 finished += len(settlements)
                 held = dict(exchange.claimed)

@@ -85,7 +85,16 @@ def drop_test_schemas() -> None:
 
     with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
         for schema in sorted(_schemas):
-            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+            # A pool the test killed may still have a backend finishing a statement there:
+            # the drop can lose a deadlock to it once; the backend is gone a moment later.
+            for attempt in range(5):
+                try:
+                    conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+                    break
+                except psycopg.errors.DeadlockDetected:
+                    if attempt == 4:
+                        raise
+                    time.sleep(0.5)
     _schemas.clear()
 
 

@@ -42,3 +42,8 @@ def client_for(settings: Settings, **options: Any) -> Iterator[TestClient]:
 
 def bearer(token: ApiToken) -> dict[str, str]:
     return {"Authorization": f"Bearer {token.secret}"}
+
+
+def served(client: TestClient) -> Any:
+    """What the app under `client` keeps for its routes (its state's `queuectl`)."""
+    return client.app.state.queuectl  # type: ignore[attr-defined]  # an ASGI callable to its type

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from queuectl_tui.lifecycle import RetryPolicy
 from queuectl_tui.models import Outcome, Worker, WorkerStatus
-from queuectl_tui.store import Settlement, Store
+from queuectl_tui.store import ClaimRequest, Settlement, Store
 
 NOW = 1_800_000_000_000
 POLICY = RetryPolicy(2.0, 3600.0)
@@ -33,7 +33,7 @@ def settle(store, job, outcome=Outcome.COMPLETED, now=NOW + 1000, exit_code=0, *
 def settle_and_claim(store, job, now=NOW + 1000):
     """Record a completed run and claim the same worker's next job, in one exchange."""
     settlement = Settlement(job, Outcome.COMPLETED, 0, "out", None, now)
-    exchange = store.exchange([settlement], [job.worker_id], 1, now, POLICY)
+    exchange = store.exchange(ClaimRequest([settlement], [job.worker_id], 1, now, POLICY))
     return exchange.settled[0], exchange.claimed.get(job.worker_id)
 
 

@@ -68,7 +68,10 @@ def test_run_at_takes_a_datetime_and_a_naive_one_is_utc(tmp_path: Path) -> None:
 
 def test_many_jobs_go_in_all_together_or_not_at_all(tmp_path: Path) -> None:
     with Queue(tmp_path / "q.db") as queue:
-        jobs = [{"id": "a", "command": "true"}, {"id": "b", "command": "true", "timeout": -1}]
+        jobs: list[dict[str, object]] = [
+            {"id": "a", "command": "true"},
+            {"id": "b", "command": "true", "timeout": -1},
+        ]
         with pytest.raises(InvalidInput, match=r"^job 2: ") as refused:
             queue.enqueue_many(jobs)
         assert refused.value.field == "timeout"
@@ -140,3 +143,25 @@ def test_a_program_controls_jobs_and_queues_and_is_in_the_audit_trail(tmp_path: 
     with open_store(str(tmp_path / "q.db")) as store:
         actions = [(entry.face, entry.action) for entry in store.actions()]
     assert actions == [("api", "resume"), ("api", "delete"), ("api", "cancel"), ("api", "pause")]
+
+
+def test_a_program_stops_a_pool_it_names(tmp_path: Path) -> None:
+    db = tmp_path / "q.db"
+    with Queue(db) as queue:
+        pool = subprocess.Popen(
+            [sys.executable, "-m", "queuectl_tui", "--db", str(db), "worker", "start", "-c", "2"],
+            env=clean_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            workers = wait_until(lambda: queue.workers(), timeout=60, what="the pool to start")
+            with pytest.raises(NotFound, match="no running pool 'nope'"):
+                queue.stop_pools("nope")
+            asked = queue.stop_pools(workers[0].id)
+            assert sorted(w.id for w in asked) == sorted(w.id for w in workers)
+            assert pool.wait(timeout=60) == 0
+        finally:
+            if pool.poll() is None:
+                pool.kill()
+                pool.wait()

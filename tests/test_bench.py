@@ -43,8 +43,18 @@ def test_quick_bench_prints_every_measure_as_json(run_cli: RunCli) -> None:
         assert any(name.startswith(expected) for name in names), expected
     for measure in report["results"]:
         assert measure["value"] >= 0 and measure["unit"]
+        assert measure["target"] == ""  # quick sizes are judged against nothing
         if measure["baseline"] is not None:
             assert measure["ratio"] == pytest.approx(measure["value"] / measure["baseline"])
+
+
+def test_the_quick_report_names_its_database_once_and_judges_nothing(run_cli: RunCli) -> None:
+    result = run_cli("bench", "--quick", "--only", "bulk", db=False)
+    assert result.returncode == 0, result.stderr
+    words = " ".join(result.stdout.split())  # the caption wraps to the table's width
+    assert words.count("database: SQLite") == 1
+    assert "TARGET" not in words and "100,000 jobs/s" not in words
+    assert "targets are judged on full runs" in words
 
 
 def test_bench_refuses_unknown_scenarios(run_cli: RunCli) -> None:

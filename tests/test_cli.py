@@ -10,8 +10,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from queuectl_tui.timeutil import parse_iso
 
 from helpers import RunCli
 
@@ -71,6 +74,8 @@ def test_list_json_is_an_empty_array_when_empty(run_cli: RunCli) -> None:
         ('{"command": "x", "color": "red"}', "'color'"),
         ('{"command": "x", "run_at": "soon"}', "'run_at'"),
         ('{"command": "x", "max_retries": -1}', "'max_retries'"),
+        ('{"id": "   ", "command": "x"}', "field 'id' must not be blank"),
+        ('{"id": "a ", "command": "x"}', "must not begin or end with whitespace"),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(
@@ -93,7 +98,7 @@ def test_duplicate_id_fails_and_keeps_the_original(run_cli: RunCli) -> None:
 
 
 def test_idempotency_key_prints_the_existing_id(run_cli: RunCli) -> None:
-    first = run_cli("enqueue", '{"id":"a","command":"x","idempotency_key":"k"}', "-q")
+    first = run_cli("enqueue", '{"id":"a","command":"x","idempotency_key":"k"}', "--quiet")
     assert first.stdout.strip() == "a"
     second = run_cli("enqueue", '{"id":"b","command":"x","idempotency_key":"k"}')
     assert second.returncode == 0 and "a" in second.stdout.split()[1]
@@ -164,14 +169,19 @@ def test_dlq_retry_of_a_job_that_is_not_dead(run_cli: RunCli) -> None:
 
 
 def test_dlq_retry_moves_dead_jobs_back(run_cli: RunCli, db_path: Path) -> None:
-    run_cli("enqueue", '{"id":"a","command":"false"}')
-    with sqlite3.connect(db_path) as conn:  # as if its retries had run out
-        conn.execute("UPDATE jobs SET state = 'dead', attempts = 4 WHERE id = 'a'")
+    for job_id in "abc":
+        run_cli("enqueue", json.dumps({"id": job_id, "command": "false"}))
+    with sqlite3.connect(db_path) as conn:  # as if their retries had run out: b last, c first
+        for job_id, died in (("a", 2), ("b", 3), ("c", 1)):
+            conn.execute(
+                "UPDATE jobs SET state = 'dead', attempts = 4, finished_at = ? WHERE id = ?",
+                (died, job_id),
+            )
     dead = json.loads(run_cli("dlq", "list", "--json").stdout)
-    assert [job["id"] for job in dead] == ["a"]
+    assert [job["id"] for job in dead] == ["b", "a", "c"]  # the latest to die first
     result = run_cli("dlq", "retry", "a")
     assert result.returncode == 0 and "pending" in result.stdout
-    [job] = json.loads(run_cli("list", "--json").stdout)
+    job = json.loads(run_cli("show", "a", "--json").stdout)
     assert (job["state"], job["attempts"]) == ("pending", 0)
 
 
@@ -190,6 +200,21 @@ def test_config_commands(run_cli: RunCli, tmp_path: Path) -> None:
     run_cli("enqueue", '{"id":"a","command":"true"}')
     [job] = json.loads(run_cli("list", "--json").stdout)
     assert job["max_retries"] == 5
+
+
+def test_config_the_ways_other_queues_spell_it(run_cli: RunCli, tmp_path: Path) -> None:
+    config = tmp_path / "cwd" / "config.json"
+    assert run_cli("config", "set", "--key", "max-retries", "--value", "4").returncode == 0
+    assert json.loads(config.read_text()) == {"max_retries": 4}
+    every = run_cli("config", "get").stdout.splitlines()
+    assert "max-retries = 4" in every and "backoff-base = 2" in every
+    assert "max-retries" in run_cli("config", "show").stdout  # the same as list
+    negative = run_cli("config", "set", "max-retries", "-1")  # a value, not an option
+    assert negative.returncode == 2 and "max-retries must be at least 0" in negative.stderr
+    both = run_cli("config", "set", "max-retries", "5", "--value", "6")
+    assert both.returncode == 2 and "not both" in both.stderr
+    assert run_cli("config", "set", "--key", "max-retries").returncode == 2
+    assert json.loads(config.read_text()) == {"max_retries": 4}
 
 
 def test_list_filters_by_state_and_rejects_unknown_states(run_cli: RunCli) -> None:
@@ -223,6 +248,7 @@ def test_every_command_has_help_with_an_example(run_cli: RunCli) -> None:
         ["dlq", "list"],
         ["dlq", "retry"],
         ["config", "list"],
+        ["config", "show"],
         ["config", "get"],
         ["config", "set"],
         ["dashboard"],
@@ -281,7 +307,10 @@ def test_json_output_escapes_c1_controls_and_bidi_marks(run_cli: RunCli, db_path
     command = f"echo '{hostile}'"
     assert run_cli("enqueue", json.dumps({"id": "j", "command": command})).returncode == 0
     with sqlite3.connect(db_path) as conn:  # as a run of that command would have left them
-        conn.execute("UPDATE jobs SET state = 'dead', last_error = ? WHERE id = 'j'", (hostile,))
+        conn.execute(
+            "UPDATE jobs SET state = 'dead', finished_at = 3, last_error = ? WHERE id = 'j'",
+            (hostile,),
+        )
         conn.execute(
             "INSERT INTO attempts (job_seq, number, worker_id, scheduled_at, started_at, "
             "finished_at, outcome, output, error) SELECT seq, 1, ?, 1, 2, 3, 'failed', ?, ? "
@@ -416,7 +445,8 @@ def test_other_tables_fit_the_width_and_keep_ids_whole(
         assert result.returncode == 0, (args, result.stderr)
         assert max(len(line) for line in result.stdout.splitlines()) <= width, args
     dead = _folded_rows(outputs[("dlq", "list")].stdout)
-    assert [row[:3] for row in dead] == [[job_id, "4", "1"] for job_id in NARROW_IDS]
+    # All died at once, as far as their times say: the latest enqueued is listed first.
+    assert [row[:3] for row in dead] == [[job_id, "4", "1"] for job_id in NARROW_IDS[::-1]]
     workers = _folded_rows(outputs[("workers", "--all")].stdout)
     assert [row[:2] for row in workers] == [["backup-host-4242-w1", "stopped"]]
     assert "job-1" in outputs[("show", "job-1")].stdout
@@ -453,11 +483,14 @@ CTRL_C_COMMANDS = [
 ]
 
 
-# Where Python's own start-up catches a KeyboardInterrupt, reports it and goes on: checking
-# argv[0], and site reading a .pth file (an editable install's among them).
+# Where Python itself catches a KeyboardInterrupt, reports it and goes on: checking argv[0],
+# site reading a .pth file (an editable install's among them), and the import system's
+# module-lock callback (a weakref callback, whose exceptions Python reports and ignores: a
+# busy machine makes the interrupt land there now and then).
 PYTHON_SWALLOWED = (
     "Failed checking if argv[0] is an import path entry",
     "Error processing line ",
+    "Exception ignored in: <function _get_module_lock",
 )
 
 
@@ -472,6 +505,35 @@ def _before_queuectl_ran(stderr: str) -> bool:
         and "KeyboardInterrupt" in stderr
         and not any("queuectl_tui" in frame for frame in frames)
     )
+
+
+_IMPORT_LOCK_REPORT = re.compile(
+    r"Exception ignored in: <function _get_module_lock\.<locals>\.cb at 0x[0-9a-f]+>\n"
+    r"Traceback \(most recent call last\):\n"
+    r'(  File "<frozen importlib\._bootstrap>".*\n)+'
+    r"KeyboardInterrupt: ?\n"
+)
+
+
+def _without_import_lock_report(stderr: str) -> str:
+    """Stderr without Python's report of an interrupt that landed in its import system's
+    module-lock callback, which Python ignores (the command then runs on): out of any
+    program's reach, like the interrupts of its start-up."""
+    return _IMPORT_LOCK_REPORT.sub("", stderr, count=1)
+
+
+def test_the_package_root_imports_nothing_before_the_command_makes_ctrl_c_quiet() -> None:
+    # The installed script imports the package root before its first line runs: each module
+    # the root imports is a window in which a Ctrl+C prints a traceback.
+    script = (
+        "import sys, queuectl_tui\n"
+        "print(sorted(name for name in sys.modules if name.startswith('queuectl_tui')))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "['queuectl_tui']"
 
 
 @pytest.mark.slow
@@ -501,6 +563,7 @@ def test_ctrl_c_at_any_moment_of_start_up_exits_130_without_a_traceback(
             proc.send_signal(signal.SIGINT)
             _, stderr = proc.communicate(timeout=60)
             assert stderr.startswith(PYTHON_SWALLOWED), f"after {delay:.3f} s:\n{stderr}"
+        stderr = _without_import_lock_report(stderr)
         if _before_queuectl_ran(stderr):
             continue
         assert "Traceback" not in stderr, f"after {delay:.3f} s:\n{stderr}"
@@ -577,3 +640,115 @@ def test_the_console_without_a_terminal_says_so_and_exits(run_cli) -> None:
         "Error: the console needs a terminal, and stdin or stdout is not one; for a browser "
         "run queuectl dashboard --addr 127.0.0.1:8080"
     )
+
+
+def test_a_delay_in_the_job_or_on_the_command_line_sets_when_it_runs(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    assert run_cli("enqueue", '{"id":"own","command":"true","delay":"10m"}').returncode == 0
+    assert run_cli("enqueue", '{"id":"flag","command":"true"}', "--delay", "2h").returncode == 0
+    lines = tmp_path / "jobs.jsonl"
+    lines.write_text('{"id":"f1","command":"true"}\n{"id":"f2","command":"true","delay":5}\n')
+    assert run_cli("enqueue", "--file", str(lines), "--delay", "1h").returncode == 0
+    jobs = {job["id"]: job for job in json.loads(run_cli("list", "--json").stdout)}
+
+    def waits(job_id: str) -> float:
+        job = jobs[job_id]
+        return (parse_iso(job["run_at"]) - parse_iso(job["created_at"])) / 1000
+
+    assert [waits(j) for j in ("own", "flag", "f1", "f2")] == [600, 7200, 3600, 5]
+    bad = run_cli("enqueue", '{"command":"true"}', "--delay", "later")
+    assert bad.returncode == 2 and bad.stderr.startswith("Error: --delay: 'later' is not")
+    assert len(json.loads(run_cli("list", "--json").stdout)) == 4  # nothing added
+
+
+def test_a_job_gets_a_directory_and_an_environment_from_the_command_line(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    work = tmp_path / "cwd" / "reports"
+    work.mkdir(parents=True)
+    made = run_cli("enqueue", '{"id":"r","command":"make"}', "--cwd", "reports", "--env", "K=V")
+    assert made.returncode == 0, made.stderr
+    shown = json.loads(run_cli("show", "r", "--json").stdout)
+    assert (shown["cwd"], shown["env"]) == (str(work), {"K": "V"})
+    text = run_cli("show", "r").stdout
+    assert "K=V" in text and str(work) in text
+    own = run_cli("enqueue", '{"id":"o","command":"x","cwd":"/srv"}', "--cwd", "/elsewhere")
+    assert (
+        own.returncode == 0 and json.loads(run_cli("show", "o", "--json").stdout)["cwd"] == "/srv"
+    )
+    for args, said in (
+        (["--env", "NOPE"], "--env takes NAME=VALUE"),
+        (["--env", "QUEUECTL_X=1"], "--env: 'QUEUECTL_X' is not a name"),
+    ):
+        bad = run_cli("enqueue", '{"command":"true"}', *args)
+        assert bad.returncode == 2 and said in bad.stderr, bad.stderr
+    assert len(json.loads(run_cli("list", "--json").stdout)) == 2
+
+
+def test_jobs_that_run_after_others_from_the_command_line(tmp_path: Path, run_cli: RunCli) -> None:
+    assert run_cli("enqueue", '{"id":"a","command":"true"}').returncode == 0
+    waiting = run_cli("enqueue", '{"id":"b","command":"true"}', "--after", "a")
+    assert waiting.stdout == "Enqueued job b: waiting for the jobs it runs after\n"
+    lines = tmp_path / "chain.jsonl"
+    lines.write_text('{"id":"x","command":"true"}\n\n{"id":"y","command":"true","after":"z"}\n')
+    refused = run_cli("enqueue", "--file", str(lines))
+    assert refused.returncode == 2
+    assert refused.stderr == (
+        "Error: line 3: job 'y' cannot run after 'z': no such job was made before it\n"
+    )
+    assert json.loads(run_cli("list", "--json").stdout)[-1]["id"] == "b"  # nothing written
+    shown = json.loads(run_cli("show", "b", "--json").stdout)
+    assert shown["state"] == "waiting"
+    assert shown["after"] == [{"id": "a", "state": "pending", "ended": None}]
+    assert json.loads(run_cli("show", "a", "--json").stdout)["dependents"] == [
+        {"id": "b", "state": "waiting"}
+    ]
+    assert run_cli("cancel", "a").returncode == 0
+    late = run_cli("enqueue", '{"id":"c","command":"true"}', "--after", "a")
+    assert late.stdout == (
+        "Enqueued job c, cancelled at once: job 'a' it runs after ended cancelled\n"
+    )
+
+
+def test_short_options_mean_one_thing_in_every_command() -> None:
+    import typer
+
+    from queuectl_tui.cli.app import app
+
+    meanings: dict[str, set[str]] = {}
+
+    def walk(command: Any) -> None:
+        for param in command.params:
+            longs = sorted(o for o in param.opts if o.startswith("--"))
+            for short in (o for o in param.opts if len(o) == 2 and o != "-h"):
+                meanings.setdefault(short, set()).update(longs)
+        for sub in getattr(command, "commands", {}).values():  # a group's commands
+            walk(sub)
+
+    walk(typer.main.get_command(app))
+    assert meanings["-q"] == {"--queue"}
+    # Where a letter means two things, each is that letter's convention where it is used (tail
+    # -f and -n: logs --follow and --lines; enqueue -f FILE; worker start -c COUNT; schedule
+    # add -c COMMAND; list -n LIMIT).
+    assert {short for short, longs in meanings.items() if len(longs) > 1} <= {"-c", "-f", "-n"}
+
+
+def test_an_interrupt_python_wraps_in_another_error_still_exits_130_quietly() -> None:
+    # A Ctrl+C inside a class body's __set_name__ (a dataclass field, while a command's module
+    # loads) reaches the command as a RuntimeError caused by the KeyboardInterrupt.
+    script = (
+        "import signal, queuectl_tui.cli.app as app, queuectl_tui.cli.entry as entry\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        "def wrapped():\n"
+        "    try:\n"
+        "        raise KeyboardInterrupt\n"
+        "    except KeyboardInterrupt as interrupt:\n"
+        "        raise RuntimeError('Error calling __set_name__') from interrupt\n"
+        "app.main = wrapped\n"
+        "entry.main()\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert (result.returncode, result.stderr) == (130, "Interrupted.\n")

@@ -357,3 +357,44 @@ def test_config_list_and_set_help_name_the_live_settings(tmp_path: Path) -> None
         "backoff-base and max-backoff from their next failure, without a restart. Every other "
         "setting reaches running pools and servers only when they restart"
     ) in helped
+
+
+def test_schedules_in_the_config_file(tmp_path: Path) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(
+        json.dumps(
+            {
+                "schedules": {
+                    "nightly": {
+                        "cron": "0 2 * * *",
+                        "timezone": "Europe/Berlin",
+                        "type": "email",
+                        "payload": {"to": "ops"},
+                        "catch_up": "none",
+                    },
+                    "ping": {"every": "30s", "command": "true", "queue": "pings"},
+                },
+                "job_types": {"email": {"command": "cat"}},
+            }
+        )
+    )
+    settings = load_settings(str(config), env={})
+    assert settings.schedules is not None
+    assert sorted(settings.schedules) == ["nightly", "ping"]
+    nightly = settings.schedules["nightly"]
+    assert (nightly.timing, nightly.timezone, nightly.catch_up) == (
+        "0 2 * * *",
+        "Europe/Berlin",
+        "none",
+    )
+    job = nightly.job
+    assert (job.job_type, job.command, job.payload) == ("email", "cat", '{"to":"ops"}')
+    assert settings.schedules["ping"].every_ms == 30_000
+    config.write_text(json.dumps({"schedules": {"bad": {"cron": "0 2 * *", "command": "x"}}}))
+    with pytest.raises(ConfigError, match=r"schedules\.bad: a cron expression has 5 fields"):
+        load_settings(str(config), env={})
+    config.write_text(json.dumps({"schedules": {"two words": {"every": "5m", "command": "x"}}}))
+    with pytest.raises(ConfigError, match="schedule's name"):
+        load_settings(str(config), env={})
+    config.write_text(json.dumps({}))
+    assert load_settings(str(config), env={}).schedules is None  # no key: pools leave them be

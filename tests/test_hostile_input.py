@@ -304,7 +304,7 @@ def _invoke(args: list[str], stdin: bytes | None = None) -> Any:
     assert result.exception is None or isinstance(result.exception, SystemExit), (
         f"{type(result.exception).__name__}: {result.exception}"
     )
-    result.returncode = result.exit_code
+    setattr(result, "returncode", result.exit_code)  # noqa: B010  # as subprocess names it
     return result
 
 

@@ -8,11 +8,13 @@ from pathlib import Path
 
 import pytest
 from http_helpers import GENERATED, READ, WRITE, bearer, client_for, settings_for
+from store_helpers import NOW, claim, settle
 
+from queuectl_tui.models import Outcome, StopKind
 from queuectl_tui.store import open_store
 from queuectl_tui.timeutil import now_ms
 
-from helpers import SEED_METRIC_KEYS, RunCli
+from helpers import SEED_METRIC_KEYS, RunCli, spec
 
 SEED = {
     "type": "email",
@@ -274,10 +276,14 @@ def test_an_unknown_token_is_refused_everywhere_and_reads_need_a_token(tmp_path:
         job = {"type": "email", "payload": {"password": "hunter2"}}
         job_id = client.post("/jobs", json=job, headers=bearer(WRITE)).json()["id"]
         reads = ("/status", "/stats", "/queues", "/workers", "/metrics", "/metrics.json")
-        for path in (*reads, "/jobs", f"/jobs/{job_id}", "/openapi.json", "/", "/?job=x"):
+        for path in (*reads, "/jobs", f"/jobs/{job_id}", "/openapi.json", "/events"):
             anonymous = client.get(path)
             assert anonymous.status_code == 401, path
             assert "hunter2" not in anonymous.text and "Bearer TOKEN" in anonymous.json()["error"]
+        for path in ("/", f"/?job={job_id}"):  # the page: its sign-in form, not one figure
+            anonymous = client.get(path)
+            assert anonymous.status_code == 401 and 'id="sign-in-form"' in anonymous.text
+            assert "hunter2" not in anonymous.text and job_id not in anonymous.text
         shown = client.get(f"/jobs/{job_id}", headers=bearer(READ)).json()
         assert shown["payload"] == {"password": "hunter2"}
         assert "hunter2" in client.get(f"/?job={job_id}", headers=bearer(READ)).text
@@ -406,3 +412,52 @@ def test_http_hosts_is_checked_as_it_is_set(run_cli: RunCli, value: str, accepte
     assert (result.returncode == 0) is accepted, result.stderr
     if not accepted:
         assert result.returncode == 2 and "http-hosts" in result.stderr
+
+
+def test_dead_letters_by_time_of_death(tmp_path: Path) -> None:
+    with open_store(str(tmp_path / "q.db")) as store:
+        store.enqueue_many([spec(id=i, max_retries=0) for i in "abc"], 3, NOW)
+        for died in (300, 100, 200):  # a, b, c
+            settle(store, claim(store), Outcome.FAILED, now=NOW + died, exit_code=1)
+    with client_for(settings_for(tmp_path)) as client:
+        seen, cursor = [], None
+        while True:
+            params = {"state": "dead", "order": "ended", "limit": "1"}
+            page = client.get("/jobs", params=params | ({"cursor": cursor} if cursor else {}))
+            seen += [job["id"] for job in page.json()["jobs"]]
+            if (cursor := page.json()["next_cursor"]) is None:
+                break
+        assert seen == ["a", "c", "b"]
+        assert client.get("/jobs", params={"order": "sideways"}).status_code == 422
+        first = client.get("/jobs", params={"state": "dead", "order": "ended", "limit": "1"})
+        cursor = first.json()["next_cursor"]
+    with open_store(str(tmp_path / "q.db")) as store:  # the page's last job goes meanwhile
+        assert store.delete(["a"], NOW + 400, None) == ["a"]
+    with client_for(settings_for(tmp_path)) as client:
+        params = {"state": "dead", "order": "ended", "cursor": cursor}
+        assert [job["id"] for job in client.get("/jobs", params=params).json()["jobs"]] == [
+            "c",
+            "b",
+        ]
+        bad = client.get("/jobs", params={"order": "ended", "cursor": "x.1"})
+        assert bad.status_code == 422
+
+
+def test_pools_are_asked_to_stop_one_or_all_with_the_write_token(tmp_path: Path) -> None:
+    with client_for(settings_for(tmp_path, tokens=(WRITE, READ))) as client:
+        write = bearer(WRITE)
+        refused = client.post("/pools/stop", json={}, headers=bearer(READ))
+        assert refused.status_code == 403
+        for body, field in (({"pool": 7}, "pool"), ({"force": "yes"}, "force")):
+            answer = client.post("/pools/stop", json=body, headers=write)
+            assert answer.status_code == 422 and answer.json()["field"] == field
+        assert client.post("/pools/stop", json={"when": 1}, headers=write).status_code == 422
+        missing = client.post("/pools/stop", json={"pool": "gone:1-x"}, headers=write)
+        assert missing.status_code == 404 and "no running pool 'gone:1-x'" in missing.text
+        with open_store(str(tmp_path / "q.db")) as store:
+            assert store.stop_requested_since(0, "any") is None  # refusals record nothing
+        answer = client.post("/pools/stop", json={"force": True}, headers=write)
+        assert answer.status_code == 202
+        assert answer.json() == {"pools": [], "workers": 0, "forced": True}
+    with open_store(str(tmp_path / "q.db")) as store:
+        assert store.stop_requested_since(0, "any") is StopKind.FORCED

@@ -84,9 +84,12 @@ class DashboardServer:
             time.sleep(0.1)
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(15)
+        if self.process is not None:
+            if self.process.poll() is None:
+                self.process.terminate()
+                self.process.wait(15)
+            if self.process.stderr is not None:
+                self.process.stderr.close()
         self.process = None
 
 
@@ -98,6 +101,29 @@ def server(db_path: Path, tmp_path: Path, cli_env: dict[str, str]) -> Iterator[D
     running.start()
     yield running
     running.stop()
+
+
+def guarded_server(
+    db_path: Path, tmp_path: Path, cli_env: dict[str, str], read_token: str
+) -> DashboardServer:
+    """A dashboard server, started, whose reads need `read_token`."""
+    workdir = tmp_path / "cwd"
+    workdir.mkdir(exist_ok=True)
+    guarded = DashboardServer(db_path, workdir, cli_env | {"QUEUECTL_READ_TOKEN": read_token})
+    guarded.start()
+    return guarded
+
+
+def start_pool(db_path: Path, tmp_path: Path, cli_env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """A pool of one worker on the test's database, in a session of its own."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "queuectl_tui", "--db", str(db_path), "worker", "start", "-c", "1"],
+        cwd=tmp_path,
+        env=cli_env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 MISSING = (
@@ -251,7 +277,7 @@ def test_a_server_that_goes_away_is_noted_and_polling_goes_on(
     assert watched.dialogs == []
 
 
-def test_with_a_token_set_a_browser_comes_in_once_by_the_address_then_by_cookie(
+def test_with_a_token_set_a_browser_may_still_come_in_once_by_the_address_then_by_cookie(
     db_path: Path,
     tmp_path: Path,
     cli_env: dict[str, str],
@@ -259,15 +285,12 @@ def test_with_a_token_set_a_browser_comes_in_once_by_the_address_then_by_cookie(
     run_cli: RunCli,
 ) -> None:
     token = "dashboard-read-token-3e7a1f90c24d68b5"
-    workdir = tmp_path / "cwd"
-    workdir.mkdir(exist_ok=True)
-    guarded = DashboardServer(db_path, workdir, cli_env | {"QUEUECTL_READ_TOKEN": token})
-    guarded.start()
+    guarded = guarded_server(db_path, tmp_path, cli_env, token)
     try:
         stranger = new_page().page
         refused = stranger.goto(guarded.url + "/")
         assert refused is not None and refused.status == 401
-        assert "/?token=TOKEN" in stranger.content()
+        expect(stranger.locator("#sign-in-form")).to_be_visible()
 
         watched = new_page()
         page = watched.page
@@ -286,6 +309,67 @@ def test_with_a_token_set_a_browser_comes_in_once_by_the_address_then_by_cookie(
         guarded.stop()
 
 
+def test_with_a_token_set_a_tab_signs_in_and_the_token_stays_out_of_every_address(
+    db_path: Path,
+    tmp_path: Path,
+    cli_env: dict[str, str],
+    new_page: Callable[[], Watched],
+    run_cli: RunCli,
+) -> None:
+    token = "dashboard-read-token-8c2d4e6f10a3b597"
+    enqueue(run_cli, id="before-sign-in", command="echo secret-output")
+    pool = start_pool(db_path, tmp_path, cli_env)
+    guarded = guarded_server(db_path, tmp_path, cli_env, token)
+    try:
+        watched = new_page()
+        page = watched.page
+        urls: list[str] = []
+        page.on("request", lambda request: urls.append(request.url))
+        refused = page.goto(guarded.url + "/")
+        assert refused is not None and refused.status == 401
+        expect(page.locator("#live")).to_have_text("\u25cf signed out", timeout=WAIT_MS)
+        assert "before-sign-in" not in page.content()  # not one figure without the token
+
+        page.fill("#sign-in-token", "not-the-token-at-all-0123456789")
+        page.press("#sign-in-token", "Enter")
+        expect(page.locator("#sign-in-error")).to_have_text("That token is not known here.")
+
+        page.fill("#sign-in-token", token)
+        page.press("#sign-in-token", "Enter")
+        expect(page.locator("#live")).to_have_class("live on", timeout=WAIT_MS)
+        expect(page.locator("#sign-in")).to_be_hidden()
+        link = page.locator("#jobs a.job-link", has_text="before-sign-in")
+        expect(link).to_be_visible(timeout=WAIT_MS)
+        link.click()  # its output shows: the page reads with the token
+        output = page.locator("#detail .attempt pre.output")
+        expect(output).to_contain_text("secret-output", timeout=WAIT_MS)
+
+        page.reload()  # the tab keeps it
+        expect(page.locator("#live")).to_have_class("live on", timeout=WAIT_MS)
+        expect(output).to_contain_text("secret-output", timeout=WAIT_MS)
+        enqueue(run_cli, id="after-sign-in", command="true")  # the events reach it too
+        expect(page.locator("#jobs a.job-link", has_text="after-sign-in")).to_be_visible(
+            timeout=WAIT_MS
+        )
+        other_tab = page.context.new_page()  # another tab of the same browser has to sign in
+        other_tab.goto(guarded.url + "/")
+        expect(other_tab.locator("#sign-in-form")).to_be_visible(timeout=WAIT_MS)
+        other_tab.close()
+
+        assert page.context.cookies() == []
+        assert not [url for url in urls if token in url]
+        page.keyboard.press("Escape")  # the detail closes
+        page.click("#sign-out")
+        expect(page.locator("#sign-in-form")).to_be_visible(timeout=WAIT_MS)
+        assert page.evaluate("sessionStorage.length") == 0
+        refusals = [e for e in watched.errors if "status of 401" not in e]
+        assert refusals == [] and watched.dialogs == []
+    finally:
+        guarded.stop()
+        pool.terminate()
+        pool.wait(20)
+
+
 def test_a_running_job_s_output_appears_in_its_detail_as_it_prints(
     server: DashboardServer,
     new_page: Callable[[], Watched],
@@ -294,20 +378,14 @@ def test_a_running_job_s_output_appears_in_its_detail_as_it_prints(
     tmp_path: Path,
     cli_env: dict[str, str],
 ) -> None:
-    gate = tmp_path / "gate"
+    gate, last = tmp_path / "gate", tmp_path / "last"
     command = (
         "echo compiling; echo 'warning: <b>old</b>' >&2; "
-        f"while [ ! -e {gate} ]; do sleep 0.05; done; echo linked"
+        f"while [ ! -e {gate} ]; do sleep 0.05; done; echo linking; "
+        f"while [ ! -e {last} ]; do sleep 0.05; done; echo linked"
     )
     enqueue(run_cli, id="build-7", command=command)
-    pool = subprocess.Popen(
-        [sys.executable, "-m", "queuectl_tui", "--db", str(db_path), "worker", "start", "-c", "1"],
-        cwd=tmp_path,
-        env=cli_env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    pool = start_pool(db_path, tmp_path, cli_env)
     try:
         watched = new_page()
         page = open_dashboard(watched, server.url)
@@ -317,9 +395,11 @@ def test_a_running_job_s_output_appears_in_its_detail_as_it_prints(
         expect(live.locator(".stderr")).to_have_text("warning: <b>old</b>\n")
         assert live.locator("b").count() == 0  # output is text, never markup
         gate.touch()
-        expect(live).to_contain_text("linked", timeout=WAIT_MS)
-        # Finished: the stored attempt takes the place of the stream.
+        expect(live).to_contain_text("linking", timeout=WAIT_MS)  # printed while it runs
+        last.touch()
+        # Finished: the stored attempt, with every line, takes the place of the stream.
         expect(page.locator("#detail .oc-completed")).to_be_visible(timeout=WAIT_MS)
+        expect(page.locator("#detail .attempt pre.output")).to_contain_text("linking\nlinked")
         expect(live).to_have_count(0)
         assert watched.errors == [] and watched.dialogs == []
     finally:

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from http_helpers import GENERATED as WRITE_GENERATED
-from http_helpers import READ, WRITE, bearer, client_for, settings_for
+from http_helpers import READ, WRITE, bearer, client_for, served, settings_for
 from store_helpers import NOW, claim, settle
 
 from queuectl_tui.models import OutputChunk, Stream
@@ -110,10 +110,10 @@ def test_output_needs_a_token_that_may_read_when_tokens_are_configured(tmp_path:
 def test_streams_past_the_limit_are_refused(tmp_path: Path) -> None:
     store, _ = _running_job(tmp_path)
     with store, client_for(settings_for(tmp_path)) as client:
-        client.app.state.queuectl.followers.limit = 0
+        served(client).followers.limit = 0
         refused = client.get("/output/build/42", params={"follow": "1"})
         assert refused.status_code == 503 and refused.headers["retry-after"] == "5"
-        assert client.app.state.queuectl.followers.open == 0
+        assert served(client).followers.open == 0
         assert client.get("/output/build/42").status_code == 200  # a one-off read is not a stream
 
 

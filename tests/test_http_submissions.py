@@ -290,3 +290,16 @@ def test_the_submission_attacks_against_a_real_server(tmp_path: Path, backend: s
     assert [(entry.face, entry.actor, entry.subject.split()[0]) for entry in submitted] == [
         ("http", "ci", job_id)
     ]
+
+
+def test_a_submission_may_ask_to_run_after_a_delay(tmp_path: Path) -> None:
+    with client_for(settings_for(tmp_path), allow_commands=True) as client:
+        job = {"id": "later", "command": "true", "delay": "15m"}
+        assert client.post("/jobs", json=job, headers=bearer(GENERATED)).status_code == 201
+        both = {"command": "true", "delay": 5, "run_at": "2027-01-01T00:00:00Z"}
+        refused = client.post("/jobs", json=both, headers=bearer(GENERATED))
+        assert refused.status_code == 422 and refused.json()["field"] == "delay"
+    with open_store(str(tmp_path / "q.db")) as store:
+        stored = store.get("later")
+        assert stored is not None and stored.run_at - stored.created_at == 15 * 60_000
+        assert [job.id for job in store.list_jobs()] == ["later"]

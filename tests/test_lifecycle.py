@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from queuectl_tui.lifecycle import RetryPolicy, Transition, after_attempt
+from queuectl_tui.lifecycle import DELETED, RetryPolicy, Transition, after_attempt, after_parents
 from queuectl_tui.models import JobState, Outcome
 
 NOW = 1_700_000_000_000
@@ -84,3 +84,32 @@ def test_a_run_that_completed_despite_a_cancel_request_is_completed() -> None:
 def test_an_interrupted_run_of_a_job_asked_to_cancel_ends_cancelled_at_no_cost() -> None:
     after = _after(Outcome.INTERRUPTED, attempts=2, cancel_requested=True)
     assert after == Transition(JobState.CANCELLED, SCHEDULED, 1)
+
+
+# -- jobs that run after others ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("ends", "any_end", "state", "blocked_by"),
+    [
+        ([("a", None)], False, JobState.WAITING, None),
+        ([("a", "completed")], False, JobState.PENDING, None),
+        ([("a", "completed"), ("b", None)], False, JobState.WAITING, None),
+        # The first parent that failed, in the order given, is named, even while others run.
+        ([("a", None), ("b", "dead"), ("c", "cancelled")], False, JobState.CANCELLED, "b"),
+        ([("a", DELETED)], False, JobState.CANCELLED, "a"),
+        ([("a", "dead"), ("b", None)], True, JobState.WAITING, None),
+        ([("a", "dead"), ("b", "completed"), ("c", DELETED)], True, JobState.PENDING, None),
+    ],
+)
+def test_a_job_after_others_waits_runs_or_is_cancelled_by_their_ends(
+    ends: list[tuple[str, str | None]], any_end: bool, state: JobState, blocked_by: str | None
+) -> None:
+    readiness = after_parents(ends, any_end)
+    assert (readiness.state, readiness.blocked_by) == (state, blocked_by)
+    assert (readiness.reason is None) == (state is not JobState.CANCELLED)
+
+
+def test_the_reason_names_the_parent_and_how_it_ended() -> None:
+    assert after_parents([("x", "dead")], False).reason == "job 'x' it runs after ended dead"
+    assert after_parents([("x", DELETED)], False).reason == "job 'x' it runs after was deleted"

@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -174,8 +175,8 @@ def test_the_snapshot_costs_the_same_at_any_number_of_jobs(tmp_path: Path) -> No
 
 
 # -- the Prometheus text -------------------------------------------------------------------------
-def _snapshot(**changes: object) -> MetricsSnapshot:
-    fields: dict[str, object] = {
+def _snapshot(**changes: Any) -> MetricsSnapshot:
+    fields: dict[str, Any] = {
         "jobs": {
             ("default", JobState.PENDING): 2,
             ("default", JobState.PROCESSING): 9,

@@ -1,8 +1,18 @@
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from queuectl_tui.models import JobSpecError, parse_job_spec
+from queuectl_tui.models import (
+    MASK,
+    JobDefaults,
+    JobSpecError,
+    JobType,
+    masked_environment,
+    parse_job_spec,
+    with_run_at,
+)
 from queuectl_tui.timeutil import parse_iso, to_iso
 
 
@@ -128,6 +138,10 @@ class _Mapping(dict):
         {"id": "a", "command": "echo é"},
         {"id": "a\tb", "command": "true"},
         {"id": "", "command": "true"},
+        {"id": "   ", "command": "true"},
+        {"id": " a", "command": "true"},
+        {"id": "a ", "command": "true"},
+        {"id": "a b", "command": "true"},
         {"id": "x" * 300, "command": "true"},
         {"id": "a", "command": ""},
         {"id": "a", "command": " \n"},
@@ -141,7 +155,7 @@ class _Mapping(dict):
     ],
 )
 def test_the_quick_path_for_plain_lines_agrees_with_the_full_validation(obj: dict) -> None:
-    def outcome(value: object) -> object:
+    def outcome(value: dict[str, object]) -> object:
         try:
             spec = parse_job_spec(value)
         except JobSpecError as error:
@@ -149,3 +163,107 @@ def test_the_quick_path_for_plain_lines_agrees_with_the_full_validation(obj: dic
         return spec if value.get("id") is not None else ("generated id", spec[1:])
 
     assert outcome(obj) == outcome(_Mapping(obj))
+
+
+@pytest.mark.parametrize(
+    ("delay", "ms"),
+    [("90s", 90_000), ("10m", 600_000), ("2h", 7_200_000), (30, 30_000), (0.5, 500), (0, 0)],
+)
+def test_a_delay_is_a_duration_or_seconds_and_becomes_a_run_at(delay: object, ms: int) -> None:
+    spec = parse_job_spec({"command": "true", "delay": delay})
+    assert (spec.run_at, spec.delay) == (None, ms)
+    timed = with_run_at(spec, 1_000_000)
+    assert (timed.run_at, timed.delay) == (1_000_000 + ms, None)
+    assert with_run_at(timed, 5) is timed  # a job without a delay is left alone
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"delay": "soon"}, "is not a duration"),
+        ({"delay": -5}, "a duration such as '10m' or a number of seconds"),
+        ({"delay": True}, "a duration such as '10m'"),
+        ({"delay": 10**12}, "at most a hundred years"),
+        ({"delay": "1m", "run_at": "2027-01-01T00:00:00Z"}, "either 'run_at' or 'delay'"),
+    ],
+)
+def test_a_bad_delay_is_refused_naming_it(fields: dict[str, object], message: str) -> None:
+    with pytest.raises(JobSpecError, match=message) as refused:
+        parse_job_spec({"command": "true", **fields})
+    assert refused.value.field == "delay"
+
+
+def test_a_job_s_own_directory_and_environment_are_read_and_secrets_masked() -> None:
+    spec = parse_job_spec(
+        {"command": "make", "cwd": "/srv/reports", "env": {"K": "V", "DB_PASSWORD": "hunter2"}}
+    )
+    assert spec.cwd == "/srv/reports"
+    assert json.loads(spec.env or "") == {"K": "V", "DB_PASSWORD": "hunter2"}
+    assert masked_environment({"K": "V", "DB_PASSWORD": "x", "api_token": "y"}) == {
+        "K": "V",
+        "DB_PASSWORD": MASK,
+        "api_token": MASK,
+    }
+    shown = masked_environment(
+        {
+            "MYSQL_PWD": "x",
+            "SENTRY_DSN": "https://k@o1.ingest/1",
+            "DATABASE_URL": "postgres://app:hunter2@db:5432/shop",
+            "HTTPS_PROXY": "http://u:p@proxy:3128",
+            "HOME": "/root",
+        }
+    )
+    assert shown == {
+        "MYSQL_PWD": MASK,
+        "SENTRY_DSN": MASK,
+        "DATABASE_URL": f"postgres://{MASK}@db:5432/shop",
+        "HTTPS_PROXY": f"http://{MASK}@proxy:3128",
+        "HOME": "/root",
+    }
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "message"),
+    [
+        ({"cwd": "reports"}, "cwd", "absolute path"),
+        ({"cwd": 7}, "cwd", "absolute path"),
+        ({"cwd": "/a\x00b"}, "cwd", "without NUL"),
+        ({"env": ["K=V"]}, "env", "must be an object"),
+        ({"env": {"1X": "v"}}, "env", "is not a name a job may set"),
+        ({"env": {"QUEUECTL_JOB_ID": "x"}}, "env", "is not a name a job may set"),
+        ({"env": {"K": 5}}, "env", "must be text without NUL"),
+        ({"env": {"K": "x" * 70_000}}, "env", "at most 64 KiB"),
+    ],
+)
+def test_a_bad_directory_or_environment_is_refused(
+    fields: dict[str, object], field: str, message: str
+) -> None:
+    with pytest.raises(JobSpecError, match=message) as refused:
+        parse_job_spec({"command": "true", **fields})
+    assert refused.value.field == field
+
+
+def test_a_typed_job_may_not_set_its_directory_or_environment() -> None:
+    types = {"email": JobType("email", "send-mail")}
+    for fields in ({"cwd": "/tmp"}, {"env": {"LD_PRELOAD": "/tmp/x.so"}}):
+        with pytest.raises(JobSpecError, match="not for typed jobs"):
+            parse_job_spec({"type": "email", "payload": {}, **fields}, types)
+    typed = parse_job_spec({"type": "email", "payload": {}}, types)
+    with pytest.raises(JobSpecError, match="not for typed jobs"):
+        JobDefaults.of(env={"K": "V"}).apply(typed)
+    assert JobDefaults.of(delay="1m").apply(typed).delay == 60_000
+
+
+@pytest.mark.parametrize(
+    ("job_id", "error"),
+    [
+        ("   ", "field 'id' must not be blank"),
+        (" nightly", "field 'id' must not begin or end with whitespace"),
+        ("nightly ", "field 'id' must not begin or end with whitespace"),
+    ],
+)
+def test_an_id_that_would_look_like_another_is_refused(job_id: str, error: str) -> None:
+    for fields in ({}, {"priority": 1}):  # the quick path and the long one
+        with pytest.raises(JobSpecError, match=f"^{error}$"):
+            parse_job_spec({"id": job_id, "command": "true", **fields})
+    assert parse_job_spec({"id": "nightly report", "command": "true"}).id == "nightly report"

@@ -17,7 +17,7 @@ from store_helpers import register
 from queuectl_tui.bench.backlog import Backlog, analyze, load
 from queuectl_tui.lifecycle import RetryPolicy
 from queuectl_tui.models import Action, JobSpec
-from queuectl_tui.store import Store, open_store
+from queuectl_tui.store import ClaimRequest, Store, open_store
 from queuectl_tui.store.postgres import claims
 from queuectl_tui.store.postgres.statements import SQL
 from queuectl_tui.store.postgres.url import parse
@@ -67,7 +67,7 @@ def _taken(
     store: Store, queues: list[str] | None = None, claimants: list[str] = WORKERS
 ) -> list[str]:
     """The ids one exchange claims for `claimants`, in their order."""
-    done = store.exchange([], claimants, 1, store.now(), RetryPolicy(), queues=queues)
+    done = store.exchange(ClaimRequest([], claimants, 1, store.now(), RetryPolicy(), queues))
     return [done.claimed[worker].id for worker in claimants if worker in done.claimed]
 
 

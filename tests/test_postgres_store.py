@@ -11,8 +11,16 @@ from pathlib import Path
 import pytest
 from store_helpers import NOW, POLICY, claim, register
 
-from queuectl_tui.models import Job, JobState
-from queuectl_tui.store import Exchange, ForeignDatabaseError, Store, StoreError, open_store
+from queuectl_tui.models import Job, JobState, WorkerStatus
+from queuectl_tui.store import (
+    ClaimRequest,
+    Exchange,
+    ForeignDatabaseError,
+    Store,
+    StoreError,
+    StoreOptions,
+    open_store,
+)
 from queuectl_tui.store.postgres.url import parse
 
 from helpers import (
@@ -90,6 +98,40 @@ def test_the_clock_is_the_database_s(pg: Store) -> None:
     assert before - 50 <= ours <= after + 50
 
 
+def test_every_store_of_a_process_tells_the_same_time(
+    location: str, pg: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A pool's dispatcher plans its statements once, its wake watcher does not: two stores.
+    # Had the dispatcher's store read the clock on its own, through an answer slow to come
+    # back, its clock would run behind the watcher's, and a retry the watcher rang for on time
+    # would not yet be due for the claim.
+    from queuectl_tui.store.postgres import statements
+
+    pg.now()  # the watcher's store has read the clock
+    slow_answer = (
+        "WITH read AS MATERIALIZED (SELECT clock_timestamp() AS at) "
+        "SELECT (extract(epoch FROM at) * 1000)::bigint FROM read, pg_sleep(0.3)"
+    )
+    monkeypatch.setitem(statements.SQL, "now_ms", slow_answer)
+    with open_store(location, StoreOptions(planned_once=True)) as dispatcher:
+        for _ in range(50):
+            seen = pg.now()
+            assert dispatcher.now() >= seen
+            assert pg.now() >= dispatcher.now() - 5
+
+
+def test_the_clock_never_goes_back_when_it_is_read_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from queuectl_tui.store.postgres import clock
+
+    server = clock.ServerClock()
+    moments = iter([0.0, 10.0, 10.0, 10.05, 10.05, 10.2, 10.2])  # each call: check, tell
+    monkeypatch.setattr(clock.time, "monotonic", lambda: next(moments))
+    # A second reading, 10.05 s later, that comes out 100 ms behind the first one.
+    readings = iter([(1_000_000, 0.0), (1_009_950, 10.05)])
+    told = [server.now(lambda wait: next(readings), 1.0, 1.0) for _ in range(4)]
+    assert told == [1_000_000, 1_010_000, 1_010_000, 1_010_100]
+
+
 def test_an_enqueue_by_another_store_wakes_the_feed(location: str, pg: Store) -> None:
     feed = pg.change_feed()
     try:
@@ -152,7 +194,8 @@ def test_a_worker_declared_lost_meanwhile_gets_nothing(location: str, pg: Store)
     with _raw(location) as recovery:
         recovery.execute("UPDATE workers SET status = 'lost' WHERE id = 'w0'")
         claimer = threading.Thread(
-            target=lambda: outcome.append(pg.exchange([], ["w0"], 1, NOW, POLICY)), daemon=True
+            target=lambda: outcome.append(pg.exchange(ClaimRequest([], ["w0"], 1, NOW, POLICY))),
+            daemon=True,
         )
         claimer.start()
         claimer.join(timeout=1.0)  # it waits for the recovery's lock (or, before, claimed)
@@ -162,3 +205,33 @@ def test_a_worker_declared_lost_meanwhile_gets_nothing(location: str, pg: Store)
     exchange = outcome[0]
     assert isinstance(exchange, Exchange) and exchange.claimed == {}
     assert pg.get("next").state is JobState.PENDING
+
+
+def test_a_job_ended_by_hand_gets_an_end_time_and_is_a_dead_letter(
+    location: str, pg: Store
+) -> None:
+    pg.enqueue(spec(id="by-hand"), 3, NOW)
+    with _raw(location) as conn:
+        conn.execute("UPDATE jobs SET state = 'dead' WHERE id = 'by-hand'")
+    job = pg.get("by-hand")
+    assert job is not None and job.finished_at == job.updated_at == NOW
+    listed = pg.list_jobs(JobState.DEAD, newest_first=True, by_end=True)
+    assert [j.id for j in listed] == ["by-hand"]
+
+
+def test_workers_rows_are_committed_durably(pg: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The server can crash on its own while pools on other hosts live on: a pool whose
+    # workers' rows it lost would claim nothing more.
+    database = pg.db  # type: ignore[attr-defined]
+    asked: list[bool] = []
+    run = type(database).run
+
+    def recording(self: object, body: object, durable: bool = True, **kw: object) -> object:
+        asked.append(durable)
+        return run(self, body, durable=durable, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(type(database), "run", recording)
+    register(pg, "w1")
+    pg.set_worker_status("w1", WorkerStatus.STOPPED, None, NOW + 1)
+    pg.prune_workers(NOW + 2)
+    assert asked == [True, True, True]

@@ -71,7 +71,9 @@ def _ids(store: Store, text: str) -> list[str]:
     return found
 
 
-def test_every_backend_answers_the_same_searches(store: Store) -> None:
+@pytest.mark.parametrize("text_index", [False, True], ids=["scan", "text-index"])
+def test_every_backend_answers_the_same_searches(store: Store, text_index: bool) -> None:
+    store.set_text_index(text_index)  # built before the jobs: kept by every write after
     _seed(store)
     assert _ids(store, 'error:"disk quota"') == ["backup-0", "backup-1"]  # any case
     assert _ids(store, "state:dead exit:2") == ["other-dead"]
@@ -82,8 +84,29 @@ def test_every_backend_answers_the_same_searches(store: Store) -> None:
     assert _ids(store, "since:90m") == ["backup-0", "backup-1", "other-dead"]
     assert _ids(store, "100%_") == []  # LIKE's own characters are text
     assert _ids(store, "nothing-like-it") == []
-    pending = store.list_jobs(JobState.PENDING, 10, query=parse_query("web", NOW))
+    pending = store.list_jobs(JobState.PENDING, limit=10, query=parse_query("web", NOW))
     assert [job.id for job in pending] == ["deploy-web"]
+
+
+def test_the_text_index_finds_what_a_scan_finds_through_every_change(store: Store) -> None:
+    _seed(store)
+    texts = ["deploy", "QUOTA", "exit code", "mail-1", "ab", "-w", '"--app web"', "100%_"]
+    scanned = {text: _ids(store, text) for text in texts}
+    store.set_text_index(True)  # built from the jobs there are
+    assert store.text_index()
+    assert {text: _ids(store, text) for text in texts} == scanned
+    store.enqueue(spec(id="deploy-api", command="./deploy --app api"), 3, NOW)
+    assert _ids(store, "deploy") == ["deploy-api", "deploy-web"]
+    job = claim(store, worker="w9", now=NOW + HOUR)  # the oldest pending: deploy-web
+    settle(store, job, Outcome.FAILED, NOW + HOUR + 3, 1, output="x", error="exit code 1: boom")
+    assert _ids(store, "boom") == [job.id]  # a last error written later is found
+    assert store.delete([job.id], NOW + HOUR + 4, None) == [job.id]
+    assert _ids(store, "boom") == [] and _ids(store, "deploy") == ["deploy-api"]
+    store.set_text_index(True)  # again: nothing changes
+    assert _ids(store, "deploy") == ["deploy-api"]
+    store.set_text_index(False)
+    assert not store.text_index()
+    assert _ids(store, "deploy") == ["deploy-api"]  # by a scan again
 
 
 def test_worker_finds_running_jobs(store: Store) -> None:
@@ -109,3 +132,18 @@ def test_list_query_on_the_cli(run_cli: RunCli, db_path) -> None:
     assert bad.stderr.strip() == (
         "Error: unknown qualifier 'stat:'; did you mean 'state:'? (quote it to search for the text)"
     )
+
+
+def test_search_index_on_the_cli(run_cli: RunCli) -> None:
+    run_cli("enqueue", json.dumps({"id": "deploy-web", "command": "./deploy --app web"}))
+    assert "by reading every job" in run_cli("search-index").stdout
+    built = run_cli("search-index", "on")
+    assert built.returncode == 0 and "through the trigram index now" in built.stdout
+    assert "through the trigram index" in run_cli("search-index", "status").stdout
+    found = json.loads(run_cli("list", "--query", "app web", "--json").stdout)
+    assert [job["id"] for job in found] == ["deploy-web"]
+    wrong = run_cli("search-index", "maybe")
+    assert wrong.returncode == 2 and "say on, off or status" in wrong.stderr
+    assert run_cli("search-index", "off").returncode == 0
+    audit = json.loads(run_cli("audit", "--json").stdout)
+    assert [e["subject"] for e in audit if e["action"] == "search-index"] == ["off", "on"]

@@ -8,7 +8,7 @@ import pytest
 from store_helpers import NOW, POLICY, claim, register, settle, settle_and_claim
 
 from queuectl_tui.lifecycle import RetryPolicy
-from queuectl_tui.models import JobState, Outcome, WorkerStatus
+from queuectl_tui.models import JobState, Outcome, StopKind, Worker, WorkerStatus
 from queuectl_tui.store import Admission, DuplicateJobError, Settlement, Store, Submitted
 
 from helpers import spec
@@ -297,6 +297,7 @@ def test_counts_follow_every_transition(store: Store) -> None:
         JobState.FAILED: 0,
         JobState.DEAD: 1,
         JobState.CANCELLED: 0,
+        JobState.WAITING: 0,
     }
     queue = store.queue_counts()
     assert queue.total == 5 and queue.active_workers == 1  # w1, registered by claim()
@@ -389,10 +390,30 @@ def test_throughput_counts_each_minute_before_now_and_totals_never_go_down(
 
 
 def test_stop_requests(store: Store) -> None:
-    assert not store.stop_requested_since(NOW)
+    assert store.stop_requested_since(NOW, "pool") is None
     store.request_stop(NOW + 10)
-    assert store.stop_requested_since(NOW)
-    assert not store.stop_requested_since(NOW + 11)
+    assert store.stop_requested_since(NOW, "pool") is StopKind.GRACEFUL
+    assert store.stop_requested_since(NOW + 11, "pool") is None
+
+
+def test_a_stop_request_may_name_one_pool_and_force_it(store: Store) -> None:
+    store.register_workers(
+        [
+            Worker(f"{pool}-{n}", pool, 4242, "host", WorkerStatus.IDLE, NOW, NOW, None, None, 0, 0)
+            for pool in ("p1", "p2")
+            for n in (1, 2)
+        ]
+    )
+    baseline = store.register_workers([])
+    asked = store.request_stop(NOW + 10, "p1", forced=True)
+    assert sorted(w.id for w in asked) == ["p1-1", "p1-2"]
+    assert store.stop_requested_after(baseline, "p1") is StopKind.FORCED
+    assert store.stop_requested_after(baseline, "p2") is None
+    assert store.stop_requested_since(NOW + 10, "p2") is None
+    everyone = store.request_stop(NOW + 20)
+    assert len(everyone) == 4
+    assert store.stop_requested_after(baseline, "p2") is StopKind.GRACEFUL
+    assert store.stop_requested_after(baseline, "p1") is StopKind.FORCED  # the strongest
 
 
 def test_heartbeat_and_worker_status(store: Store) -> None:
@@ -470,3 +491,51 @@ def test_submissions_in_one_transaction_each_get_their_own_outcome(store: Store)
     assert "already exists" in results[2].reason and "full" in results[5].reason
     assert store.counts()[JobState.PENDING] == 4
     assert store.get("full") is None and store.get("again") is None
+
+
+def test_dead_letters_page_in_the_order_they_died(store: Store) -> None:
+    store.enqueue_many([spec(id=i, max_retries=0) for i in "abcd"], 3, NOW)
+    died = {"a": 300, "b": 100, "c": 300, "d": 200}  # a and c at the same instant
+    for _ in died:
+        job = claim(store)
+        settle(store, job, Outcome.FAILED, now=NOW + died[job.id], exit_code=1)
+    assert [j.id for j in store.list_jobs(JobState.DEAD)] == list("abcd")
+
+    def pages(newest_first: bool) -> list[str]:
+        seen: list[str] = []
+        after = None
+        while page := store.list_jobs(
+            JobState.DEAD, limit=1, after_seq=after, newest_first=newest_first, by_end=True
+        ):
+            seen.append(page[0].id)
+            after = page[0].seq
+        return seen
+
+    assert pages(newest_first=True) == ["c", "a", "d", "b"]
+    assert pages(newest_first=False) == ["b", "d", "a", "c"]
+    store.enqueue(spec(id="waiting"), 3, NOW)  # never ended: not in an order by end
+    assert "waiting" not in [j.id for j in store.list_jobs(by_end=True)]
+
+
+def test_a_job_s_directory_and_environment_are_kept_one_by_one_and_in_bulk(
+    store: Store,
+) -> None:
+    store.enqueue(spec(id="one", cwd="/srv/a", env={"K": "V", "TOKEN": "t"}), 3, NOW)
+    store.enqueue_many(
+        [spec(id="plain"), spec(id="bulk", cwd="/srv/b", env={"X": "1"}), spec(id="p2")], 3, NOW
+    )
+    jobs = {job.id: job for job in store.list_jobs()}
+    assert (jobs["one"].cwd, jobs["one"].environment) == ("/srv/a", {"K": "V", "TOKEN": "t"})
+    assert (jobs["bulk"].cwd, jobs["bulk"].environment) == ("/srv/b", {"X": "1"})
+    assert (jobs["plain"].cwd, jobs["plain"].env, jobs["p2"].cwd) == (None, None, None)
+    assert jobs["one"].to_dict()["env"] == {"K": "V", "TOKEN": "********"}
+    claimed = claim(store)
+    assert claimed is not None and claimed.id == "one" and claimed.cwd == "/srv/a"
+
+
+def test_an_order_by_end_leaves_out_jobs_that_have_not_ended(store: Store) -> None:
+    store.enqueue_many([spec(id="again", max_retries=1), spec(id="done")], 3, NOW)
+    settle(store, claim(store), Outcome.FAILED, now=NOW + 10, exit_code=1)  # failed: waits
+    settle(store, claim(store, worker="w2"), now=NOW + 20)
+    assert store.get("again").state is JobState.FAILED
+    assert [j.id for j in store.list_jobs(by_end=True, newest_first=True)] == ["done"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from store_helpers import NOW, POLICY, claim, register, settle
 
 from queuectl_tui.models import Action, JobState, Outcome
-from queuectl_tui.store import Store
+from queuectl_tui.store import ClaimRequest, Store
 
 from helpers import spec
 
@@ -30,7 +30,7 @@ def test_a_pool_claims_only_from_the_queues_it_serves(store: Store) -> None:
     store.enqueue(spec(id="report", queue="reports", priority=9), 3, NOW)
     store.enqueue(spec(id="mail", queue="emails"), 3, NOW)
     register(store, "w1", "w2")
-    exchange = store.exchange([], ["w1", "w2"], 1, NOW, POLICY, ("emails",))
+    exchange = store.exchange(ClaimRequest([], ["w1", "w2"], 1, NOW, POLICY, ("emails",)))
     assert [job.id for job in exchange.claimed.values()] == ["mail"]
     assert store.has_due_work(NOW, ("reports",)) and not store.has_due_work(NOW, ("emails",))
 
@@ -60,7 +60,7 @@ def test_a_queue_limit_holds_across_claims(store: Store) -> None:
     store.enqueue(spec(id="other", priority=-1), 3, NOW)
     store.set_queue_limit("reports", 1, NOW, WHO)
     register(store, "w1", "w2", "w3")
-    exchange = store.exchange([], ["w1", "w2", "w3"], 1, NOW, POLICY)
+    exchange = store.exchange(ClaimRequest([], ["w1", "w2", "w3"], 1, NOW, POLICY))
     assert sorted(job.id for job in exchange.claimed.values()) == ["other", "r0"]
     running = exchange.claimed["w1"]
     settle(store, running)

@@ -14,7 +14,7 @@ from store_helpers import sqlite_file
 
 from queuectl_tui.lifecycle import RetryPolicy
 from queuectl_tui.models import Job, JobState, Outcome, Worker, WorkerStatus
-from queuectl_tui.store import Settlement, SQLiteStore
+from queuectl_tui.store import ClaimRequest, Settlement, SQLiteStore
 
 from helpers import (
     BACKENDS,
@@ -85,11 +85,13 @@ class QueueMachine(RuleBasedStateMachine):
         job_id = data.draw(st.sampled_from(sorted(self.held)))
         job = self.held.pop(job_id)
         exchange = self.store.exchange(
-            [Settlement(job, outcome, 0, "", None, self.now)],
-            [job.worker_id or ""] if next_job else [],
-            1,
-            self.now,
-            POLICY,
+            ClaimRequest(
+                [Settlement(job, outcome, 0, "", None, self.now)],
+                [job.worker_id or ""] if next_job else [],
+                1,
+                self.now,
+                POLICY,
+            )
         )
         result = exchange.settled[0]
         for claimed in exchange.claimed.values():
@@ -189,7 +191,9 @@ EXAMPLES = {"sqlite": 60, "postgresql": 25}
 
 
 def _machine_for(backend: str) -> type[unittest.TestCase]:
-    machine = type(f"QueueMachine_{backend}", (QueueMachine,), {"backend": backend})
+    machine: type[QueueMachine] = type(
+        f"QueueMachine_{backend}", (QueueMachine,), {"backend": backend}
+    )
     case = machine.TestCase
     case.settings = settings(
         max_examples=EXAMPLES.get(backend, 25),

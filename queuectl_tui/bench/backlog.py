@@ -13,10 +13,9 @@ import time
 from dataclasses import dataclass
 
 from ..lifecycle import RetryPolicy
-from ..location import scheme
 from ..models import Job, JobSpec, JobState, Outcome, Worker, WorkerStatus
-from ..store import Store, StoreOptions, open_store
-from ..store.base import Settlement
+from ..store import Store, StoreOptions, open_store, seeding
+from ..store.base import ClaimRequest, Settlement
 from .places import Places
 from .pool_process import PoolProcess
 from .scenarios import Measure, wait_for_completion
@@ -98,25 +97,8 @@ def _enqueue(store: Store, prefix: str, jobs: int, priority: int, run_at: int) -
 
 
 def analyze(location: str) -> None:
-    """The statistics autovacuum gathers on a server within a minute of such a load (and
-    that SQLite keeps when asked): the plans measured are those of a normal database."""
-    if scheme(location) == "postgresql":
-        import psycopg  # only for a PostgreSQL run
-
-        from ..store.postgres.url import parse
-
-        target = parse(location)
-        options = f"-c search_path={target.schema}"
-        with psycopg.connect(target.conninfo, options=options, autocommit=True) as conn:
-            conn.execute("ANALYZE jobs")
-        return
-    import sqlite3
-
-    database = sqlite3.connect(location)
-    try:
-        database.execute("ANALYZE")
-    finally:
-        database.close()
+    """Planner statistics, as a server gathers them soon after such a load."""
+    seeding.analyze(location)
 
 
 def claim_cost(location: str, workers: int, rounds: int) -> float:
@@ -134,7 +116,7 @@ def claim_cost(location: str, workers: int, rounds: int) -> float:
             now = store.now()
             settlements = [_completed(job, now) for job in held]
             started = time.perf_counter()
-            done = store.exchange(settlements, ids, 1, now, policy)
+            done = store.exchange(ClaimRequest(settlements, ids, 1, now, policy))
             samples.append((time.perf_counter() - started) * 1000)
             held = list(done.claimed.values())
             if len(held) < workers:

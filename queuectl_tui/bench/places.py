@@ -5,11 +5,11 @@ removed when the run ends."""
 from __future__ import annotations
 
 import secrets
-import sqlite3
 from pathlib import Path
 
 from ..errors import ConfigurationError
 from ..location import normalise, scheme
+from ..store import seeding
 from ..store.discard import discard_queue
 
 
@@ -44,24 +44,7 @@ class Places:
 
     def describe(self) -> str:
         """The database measured, in words, for the report."""
-        if self.base_url is None:
-            return f"SQLite {sqlite3.sqlite_version}, temporary files"
-        import psycopg  # only for a PostgreSQL run
-
-        from ..store.postgres.database import CONNECT_TIMEOUT, store_errors
-        from ..store.postgres.url import parse
-
-        target = parse(self.base_url)
-        with (
-            store_errors(target.shown),
-            psycopg.connect(target.conninfo, connect_timeout=CONNECT_TIMEOUT) as conn,
-        ):
-            version = conn.info.server_version  # e.g. 150020 for 15.20
-            where = f"{conn.info.host}/{conn.info.dbname}"
-        return (
-            f"PostgreSQL {version // 10000}.{version % 10000} at {where} "
-            "(schemas dropped afterwards)"
-        )
+        return seeding.describe(self.base_url)
 
     def close(self) -> None:
         """Remove every queue handed out, trying each even when one fails (the first error

@@ -11,7 +11,7 @@ from pathlib import Path
 from types import TracebackType
 
 from ..engine import procfs
-from ..engine.pool import PoolOptions, pool_command
+from ..engine.detach import PoolOptions, pool_command
 from ..store import open_store
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
 import typer
 
-from .. import __version__
+from ..env_names import unknown_names
+from ..version import __version__
 from . import (
     bench,
     config_cmd,
@@ -15,6 +18,8 @@ from . import (
     logs,
     metrics_cmd,
     queues,
+    schedules,
+    search_index,
     serve,
     workers,
 )
@@ -60,6 +65,8 @@ def main_options(
     ),
 ) -> None:
     ctx.obj = CliState(config_path=config, db_path=db)
+    for line in unknown_names(os.environ):  # once per command, on stderr
+        typer.echo(line, err=True)
 
 
 jobs.register(app)
@@ -68,12 +75,18 @@ control.register(app)
 workers.register(app)
 app.add_typer(queues.app, name="queue")
 app.add_typer(dlq.app, name="dlq")
+app.add_typer(schedules.app, name="schedule")
 app.add_typer(config_cmd.app, name="config")
 dashboard.register(app)
 serve.register(app)
 bench.register(app)
 metrics_cmd.register(app)
+search_index.register(app)
 
 
 def main() -> None:
-    app()
+    import sys
+
+    from .global_options import hoisted
+
+    app(args=hoisted(sys.argv[1:]))

@@ -1,4 +1,4 @@
-"""`queuectl config list | get | set`."""
+"""`queuectl config list | show | get | set`."""
 
 from __future__ import annotations
 
@@ -46,6 +46,7 @@ def _show(value: object) -> str:
 
 
 @app.command("list")
+@app.command("show", help="The same as list.\n\nExample: queuectl config show")
 @guarded
 def list_settings(
     ctx: typer.Context,
@@ -88,27 +89,54 @@ def list_settings(
 @app.command("get")
 @guarded
 def get_setting(
-    ctx: typer.Context, key: str = typer.Argument(..., metavar="KEY", help="e.g. max-retries")
+    ctx: typer.Context,
+    key: str | None = typer.Argument(
+        None, metavar="[KEY]", help="e.g. max-retries; without it, every setting"
+    ),
 ) -> None:
-    """Print the value in effect for one setting.
+    """Print the value in effect for one setting, or a `name = value` line for each.
 
-    Example: queuectl config get backoff-base
+    Example: queuectl config get backoff-base (or, for every setting: queuectl config get)
     """
-    spec = setting_spec(key)
-    print(_show(state(ctx).settings.as_dict()[spec.key]))
+    values = state(ctx).settings.as_dict()
+    if key is None:
+        for spec in SETTINGS:
+            print(f"{spec.cli_name} = {_show(values[spec.key])}")
+        return
+    print(_show(values[setting_spec(key).key]))
 
 
 @app.command(
     "set",
     help="Validate and save one setting in the config file (written atomically).\n\n"
-    f"{LIVE_SUMMARY}\n\nExample: queuectl config set max-retries 5",
+    f"{LIVE_SUMMARY}\n\nExample: queuectl config set max-retries 5 (or: queuectl config set "
+    "--key max-retries --value 5)",
+    # A value such as -1 is a value, refused by the setting's range, not an unknown option.
+    context_settings={"ignore_unknown_options": True},
 )
 @guarded
 def set_setting(
     ctx: typer.Context,
-    key: str = typer.Argument(..., metavar="KEY", help="e.g. max-retries"),
-    value: str = typer.Argument(..., metavar="VALUE"),
+    key: str | None = typer.Argument(None, metavar="KEY", help="e.g. max-retries"),
+    value: str | None = typer.Argument(None, metavar="VALUE"),
+    key_option: str | None = typer.Option(None, "--key", help="The setting, as an option."),
+    value_option: str | None = typer.Option(None, "--value", help="Its value, as an option."),
 ) -> None:
+    key, value = (
+        _one_of(key, key_option, "KEY", "--key"),
+        _one_of(value, value_option, "VALUE", "--value"),
+    )
     path, _ = resolve_config_path(state(ctx).config_path, os.environ)
     spec, stored = write_setting(path, key, value)
     print(f"{spec.cli_name} = {_show(stored)} (saved to {path}): {spec.applies}")
+
+
+def _one_of(argument: str | None, option: str | None, name: str, flag: str) -> str:
+    """The setting or value, given as an argument or as an option, but once."""
+    if argument is not None:
+        if option is not None:
+            raise typer.BadParameter(f"give {name} or {flag}, not both")
+        return argument
+    if option is None:
+        raise typer.BadParameter(f"missing {name} (or {flag})")
+    return option

@@ -19,7 +19,11 @@ IDS = typer.Argument(None, metavar="ID...", help="The jobs' ids.")
 STATE = typer.Option(None, "--state", "-s", metavar="STATE", help="Every job in this state.")
 QUEUE = typer.Option(None, "--queue", "-q", metavar="NAME", help="Every job of this queue.")
 SEARCH = typer.Option(
-    None, "--search", metavar="TEXT", help="Every job whose id or command holds TEXT."
+    None,
+    "--search",
+    metavar="SEARCH",
+    help="Every job the search matches (as list --query takes it): free text in the id, "
+    "command or last error, and state: queue: exit: worker: error: since:.",
 )
 
 
@@ -48,7 +52,8 @@ def _chosen(
 def _finish(report: Report, unchanged_words: str, by_filter: str | None) -> None:
     """What was done is on stdout by now; what was refused is one sentence on stderr."""
     problems = [
-        f"job '{job_id}' is {state.value}: {unchanged_words}" for job_id, state in report.unchanged
+        f"job '{job_id}' is {state.value}: {report.reasons.get(job_id, unchanged_words)}"
+        for job_id, state in report.unchanged
     ]
     problems += [f"no job with id '{job_id}'" for job_id in report.missing]
     if problems:
@@ -99,9 +104,12 @@ def retry(
     with open_store(ctx) as store:
         before = store.job_states(ids)
         report = control.retry_jobs(store, ids, control.local_operator(CLI), by_filter)
+        after = store.job_states(report.done)
     for job_id in report.done:
         if before.get(job_id) is JobState.FAILED:
             print(f"Job {job_id} is ready to run now")
+        elif after.get(job_id) is JobState.WAITING:
+            print(f"Job {job_id} moved from {before[job_id].value} to waiting (for its parents)")
         else:
             print(f"Job {job_id} moved from {before[job_id].value} to pending")
     _finish(report, "only dead, cancelled and failed jobs are retried", by_filter)

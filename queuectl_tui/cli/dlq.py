@@ -27,7 +27,7 @@ def list_dead(
     limit: int = typer.Option(1000, "--limit", "-n", min=0, help="At most this many (0: all)."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON array only."),
 ) -> None:
-    """List dead jobs with their last exit code and error.
+    """List dead jobs with their last exit code and error, the latest to die first.
 
     Example: queuectl dlq list
     """

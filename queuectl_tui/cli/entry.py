@@ -34,10 +34,27 @@ def main() -> None:
         run_command()
     except KeyboardInterrupt:  # before a command's own handling (typer builds the commands first)
         _interrupted(_signal.SIGINT, None)
+    except Exception as error:
+        # Python wraps what some of its machinery raises (a class body's __set_name__, while a
+        # module loads): a Ctrl+C there arrives as another error, caused by the interrupt.
+        if _caused_by_interrupt(error):
+            _interrupted(_signal.SIGINT, None)
+        raise
     finally:
         if _QUIET:  # Python's own exit (flushing, joining threads) would print a traceback
             _signal.signal(_signal.SIGINT, _interrupted)
             _flush()
+
+
+def _caused_by_interrupt(error: BaseException) -> bool:
+    seen: BaseException | None = error
+    for _ in range(10):  # a chain of causes, never a cycle's worth
+        if seen is None:
+            return False
+        if isinstance(seen, KeyboardInterrupt):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _flush() -> None:

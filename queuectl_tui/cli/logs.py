@@ -138,7 +138,7 @@ def worker_logs(
 
     Example: queuectl worker logs -f
     """
-    from ..engine.pool import log_path_for
+    from ..engine.detach import log_path_for
 
     path = log_path_for(state(ctx).settings.database)
     if not path.exists():

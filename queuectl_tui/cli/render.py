@@ -16,7 +16,17 @@ from rich.text import Text
 from .. import presentation
 from ..display import last_line, printable
 from ..error_groups import ErrorGroup
-from ..models import Attempt, AuditEntry, Job, JobState, QueueCounts, QueueInfo, Worker
+from ..models import (
+    Attempt,
+    AuditEntry,
+    Job,
+    JobLink,
+    JobLinks,
+    JobState,
+    QueueCounts,
+    QueueInfo,
+    Worker,
+)
 from ..presentation import STATE_STYLES
 from ..store import QueueStats
 from ..timeutil import human_age, to_iso_seconds
@@ -430,17 +440,41 @@ def workers_table(workers: Sequence[Worker], stale_after_s: float, now: int) -> 
     return FittedTable(columns, rows)
 
 
-def job_detail(job: Job, attempts: Sequence[Attempt], out: Console) -> None:
+def _linked(jobs: Sequence[JobLink]) -> Text:
+    """Jobs a job runs after, or that run after it: each id with its state now."""
+    shown = Text()
+    for n, link in enumerate(jobs):
+        if n:
+            shown.append(", ")
+        shown.append(printable(link.id, single_line=True))
+        shown.append(" (")
+        shown.append_text(state_text(link.state) if link.state else Text("deleted"))
+        shown.append(")")
+    return shown
+
+
+def job_detail(
+    job: Job, attempts: Sequence[Attempt], out: Console, links: JobLinks | None = None
+) -> None:
     fields = Table.grid(padding=(0, 2))
     fields.add_column(style="bold")
     fields.add_column()
     for key, value in job.to_dict().items():
+        if key in ("after_any_end", "blocked_by") and not (links and links.parents):
+            continue  # a job that runs after no other
         if key == "state":
             fields.add_row(key, state_text(job.state))
         elif key == "payload":  # JSON, as the job's command gets it
             fields.add_row(key, plain("" if job.payload is None else job.payload))
+        elif key == "env":  # as a shell would set it, secret-looking values masked
+            shown = " ".join(f"{name}={text}" for name, text in (value or {}).items())
+            fields.add_row(key, plain(shown))
         else:
             fields.add_row(key, plain("" if value is None else value))
+    if links is not None and links.parents:
+        fields.add_row("after", _linked(links.parents))
+    if links is not None and links.children:
+        fields.add_row("dependents", _linked(links.children))
     out.print(fields)
     if not attempts:
         out.print(Text("\nNo attempts yet."))

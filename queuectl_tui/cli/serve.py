@@ -60,7 +60,7 @@ def _who_may(url: str, options: ServeOptions, tokens_configured: bool, host: str
     else:
         lines.append(
             "Every route but /healthz needs a token (http_tokens or QUEUECTL_*_TOKEN); "
-            f"a browser opens {url}/?token=TOKEN once."
+            f"in a browser, sign in on the page at {url}/ (the token is kept for that tab)."
         )
     if options.hosts is not None and not _loopback(host):
         names = ", ".join(sorted(options.hosts))

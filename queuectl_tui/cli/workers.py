@@ -55,7 +55,8 @@ def start(
 
     Example: queuectl worker start --count 3 --queue reports --queue emails
     """
-    from ..engine.pool import PoolOptions, run_pool, start_detached
+    from ..engine.detach import PoolOptions, start_detached
+    from ..engine.pool import run_pool
 
     if log_format not in ("human", "json"):
         fail("--log-format must be 'human' or 'json'", EXIT_USAGE)
@@ -83,32 +84,48 @@ def start(
 @guarded
 def stop(
     ctx: typer.Context,
-    wait: bool = typer.Option(False, "--wait", help="Wait until every pool has exited."),
+    pool: str | None = typer.Option(
+        None,
+        "--pool",
+        metavar="ID",
+        help="Stop only this pool: its id, or one of its workers' ids (see queuectl workers).",
+    ),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Stop the running commands now; their jobs go back to waiting without spending "
+        "an attempt.",
+    ),
+    wait: bool = typer.Option(False, "--wait", help="Wait until the pools have exited."),
     timeout: float = typer.Option(
         0, "--timeout", min=0, help="With --wait, give up after this many seconds (0: never)."
     ),
 ) -> None:
-    """Ask every running pool to stop gracefully (in-flight jobs finish first).
+    """Ask every running pool, or one, to stop: gracefully (the jobs in flight finish
+    first), or --force.
 
-    Example: queuectl worker stop --wait
+    Example: queuectl worker stop --pool build-host:4711-k3x9 --force --wait
     """
     stale_after = state(ctx).settings.stale_worker_timeout
+    who = control.local_operator("cli")
     with open_store(ctx) as store:
-        active = service.stop_pools(store, stale_after)
+        active = service.stop_pools(store, stale_after, who, pool, force)
         pools = {worker.pool_id for worker in active}
         if not active:
             print("No worker pool is running")
             return
-        control.stop_requested(store, len(pools), len(active), control.local_operator("cli"))
-        print(f"Stop requested for {len(pools)} pool(s) with {len(active)} worker(s)")
+        named = next(iter(pools)) if pool else None
+        whom = f"pool {named}" if named else f"{len(pools)} pool(s)"
+        how = "Forced stop" if force else "Stop"
+        print(f"{how} requested for {whom} with {len(active)} worker(s)")
         if not wait:
             return
         deadline = time.monotonic() + timeout if timeout else None
-        while service.running_workers(store, stale_after):
+        while any(w.pool_id in pools for w in service.running_workers(store, stale_after)):
             if deadline is not None and time.monotonic() > deadline:
                 fail(f"workers still running after {timeout:g} s")
             time.sleep(0.1)
-        print("All workers stopped")
+        print(f"Pool {named} stopped" if named else "All workers stopped")
 
 
 @guarded

@@ -288,11 +288,12 @@ class RunProcesses:
         self._escaped = bool(self.members(None))
         return self._escaped
 
-    def contain(self, shell: int) -> None:
-        """Move the run, with every descendant found now, into a cgroup of its own."""
+    def contain(self, shell: int, cgroups: PoolCgroup) -> None:
+        """Move the run, with every descendant found now, into a cgroup of its own (one of
+        its pool's `cgroups`)."""
         if self.cgroup is not None:
             return
-        cgroup = new_run_cgroup()
+        cgroup = cgroups.new_run()
         if cgroup is None:
             return
         self.cgroup = cgroup
@@ -319,10 +320,6 @@ class RunProcesses:
 # itself: proof that its owner is gone, which no pid looked up in /proc can give.
 
 _parent: Path | bool | None = False  # False: not looked for yet
-_pool_dir: Path | None = None
-_pool_lock: int | None = None  # the descriptor holding the flock on _pool_dir
-_pool_pid = 0  # the process that made _pool_dir (a forked child makes its own)
-_next_run = 0
 _POOL_PREFIX = f"{_POOL_DIR_PREFIX}pool-"
 _PROBE_PREFIX = f"{_POOL_DIR_PREFIX}probe-"
 
@@ -419,38 +416,42 @@ def _lock_dir(path: Path) -> int | None:
     return fd
 
 
-def new_run_cgroup() -> Path | None:
-    """A fresh cgroup under this pool's own directory, or None if none can be made."""
-    global _pool_dir, _pool_lock, _pool_pid, _next_run
-    if _pool_dir is None or _pool_pid != os.getpid():
-        parent = cgroup_parent()
-        if parent is None:
-            return None
-        first = _pool_pid == 0
-        made = _make_locked_dir(parent, _POOL_PREFIX)
-        if made is None:
-            return None
-        _pool_dir, _pool_lock = made
-        _pool_pid = os.getpid()
-        if first:
-            sweep_dead_pools()  # what the runs of pools that died left behind
-    _next_run += 1
-    cgroup = _pool_dir / f"run-{_next_run}"
-    try:
-        cgroup.mkdir()
-    except OSError:
-        return None
-    return cgroup
+class PoolCgroup:
+    """A pool's own cgroup directory (its Supervisor's), made when its first run needs a
+    cgroup and locked for as long as it exists, holding a cgroup per run: run-1, run-2, …"""
 
+    def __init__(self) -> None:
+        self._dir: Path | None = None
+        self._lock: int | None = None  # the descriptor holding the flock on the directory
+        self._pid = 0  # the process that made it (a forked child makes its own)
+        self._runs = 0
 
-def release_pool_cgroup() -> None:
-    """Remove this pool's cgroup directory once no run uses it, and let go of its lock."""
-    global _pool_dir, _pool_lock
-    if _pool_dir is None or _pool_pid != os.getpid() or not remove_cgroup(_pool_dir):
-        return
-    if _pool_lock is not None:
-        os.close(_pool_lock)
-    _pool_dir = _pool_lock = None
+    def new_run(self) -> Path | None:
+        """A fresh cgroup under the pool's directory, or None if none can be made."""
+        if self._dir is None or self._pid != os.getpid():
+            parent = cgroup_parent()
+            if parent is None:
+                return None
+            made = _make_locked_dir(parent, _POOL_PREFIX)
+            if made is None:
+                return None
+            self._dir, self._lock = made
+            self._pid = os.getpid()
+        self._runs += 1
+        cgroup = self._dir / f"run-{self._runs}"
+        try:
+            cgroup.mkdir()
+        except OSError:
+            return None
+        return cgroup
+
+    def release(self) -> None:
+        """Remove the pool's directory once no run uses it, and let go of its lock."""
+        if self._dir is None or self._pid != os.getpid() or not remove_cgroup(self._dir):
+            return
+        if self._lock is not None:
+            os.close(self._lock)
+        self._dir = self._lock = None
 
 
 def move_to_cgroup(cgroup: Path, pid: int) -> bool:
@@ -516,10 +517,11 @@ def sweep_dead_pools() -> int:
     if parent is None:
         return 0
     try:
+        # This process's own pools are passed over for their locks, as live pools are.
         entries = [
             entry
             for entry in parent.iterdir()
-            if entry.name.startswith((_POOL_PREFIX, _PROBE_PREFIX)) and entry != _pool_dir
+            if entry.name.startswith((_POOL_PREFIX, _PROBE_PREFIX))
         ]
     except OSError:
         return 0

@@ -26,6 +26,7 @@ from typing import Any
 from ..config import Settings
 from ..models import Job, JobState, Outcome, WorkerStatus
 from ..store import (
+    ClaimRequest,
     Exchange,
     OutputAppend,
     Settlement,
@@ -315,12 +316,14 @@ class Dispatcher(threading.Thread):
             store.append_output(self._live_ends)
             self._live_ends = []
         exchange = store.exchange(
-            [settlement for _, settlement in self._unrecorded],
-            [slot.worker_id for slot in claimants],
-            self.ctx.pid,
-            store.now(),
-            settings.retry_policy,
-            self.ctx.queues,
+            ClaimRequest(
+                [settlement for _, settlement in self._unrecorded],
+                [slot.worker_id for slot in claimants],
+                self.ctx.pid,
+                store.now(),
+                settings.retry_policy,
+                self.ctx.queues,
+            )
         )
         recorded, self._unrecorded = self._unrecorded, []
         for (slot, settlement), result in zip(recorded, exchange.settled, strict=True):
@@ -419,10 +422,16 @@ class Dispatcher(threading.Thread):
                     output_limit=ctx.settings.output_limit,
                     kill_grace=ctx.settings.kill_grace,
                     env=job_environment(
-                        job.id, job.runs, slot.worker_id, job.job_type, job.payload
+                        job.id,
+                        job.runs,
+                        slot.worker_id,
+                        job.job_type,
+                        job.payload,
+                        job.environment,
                     ),
                     stdin=None if job.job_type is None else (job.payload or "null").encode(),
                     separate_stderr=ctx.settings.output_streams == "separate",
+                    cwd=job.cwd,
                 )
                 slot.run = run
                 self._by_run[id(run)] = slot

@@ -22,46 +22,44 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import select
 import signal
 import socket
-import subprocess
 import sys
-import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from ..config import Settings, SettingsSource, parse_queue_limits
 from ..files import open_for_append
-from ..location import absolute, is_url, shown
+from ..location import absolute, shown
 from ..models import (
-    ACTIVE_WORKER_STATUSES,
     Job,
     JobState,
+    StopKind,
     Worker,
     WorkerStatus,
     local_operator,
 )
 from ..store import Store, StoreError, StoreOptions, open_store
 from ..timeutil import human_seconds, now_ms, to_iso
-from . import events, procfs
-from .containment import ensure_descriptors, pool_orphans, prepare_pool_process, reap_orphans
+from . import events
+from .containment import pool_orphans, prepare_pool_process, reap_orphans
+from .detach import PoolOptions, log_path_for
 from .dispatch import Dispatcher, PoolContext
 from .identity import pid_namespace, pool_id, same_pid_namespace
 from .live_settings import LiveSettings
+from .liveness import pid_reused, process_started_ms
 from .procfs import pid_alive
 from .retention import Retention
 from .retry import retry_store_call
 from .runner import stop_lost_run
+from .ticker import ScheduleTicker
 from .wake import ChangeWatcher, Doorbell
 
 REAP_INTERVAL = 1.0  # seconds between checks for lost workers
 STOP_CHECK_INTERVAL = 0.5  # seconds between checks for a `worker stop` request
-PRUNE_AFTER_MS = 7 * 86_400_000  # stopped and lost workers are forgotten after a week
 # The dispatcher gives up on a locked database after this long and tries again later, so that
 # a long write elsewhere (a huge bulk enqueue) never stalls the supervision of running jobs.
 DISPATCH_LOCK_WAIT = 0.05
@@ -81,77 +79,6 @@ ABANDONED = "the dispatcher hung"
 DATABASE_GONE = "the database file was deleted or replaced"
 # After killing a hung pool, how long to wait for it to be gone before recovering its jobs.
 HUNG_KILL_WAIT = 2.0
-
-
-@dataclass(frozen=True, slots=True)
-class PoolOptions:
-    count: int
-    log_format: str = "human"
-    queues: tuple[str, ...] | None = None  # serve only these queues (None: every queue)
-
-
-@dataclass(frozen=True, slots=True)
-class Detached:
-    pid: int
-    log_path: str
-
-
-def worker_is_running(worker: Worker, stale_after_s: float, now: int) -> bool:
-    """Whether an active worker row belongs to a live pool: in this PID namespace its process
-    must exist (and not be a newer process that reused the pid); elsewhere (another host, a
-    container, an unshared namespace) its heartbeat must be fresh."""
-    if worker.status not in ACTIVE_WORKER_STATUSES:
-        return False
-    if same_pid_namespace(worker.pid_namespace):
-        return pid_alive(worker.pid) and not pid_reused(worker, now)
-    return not worker.is_stale(now, stale_after_s)
-
-
-def pid_reused(worker: Worker, now: int) -> bool:
-    """Whether the process now holding the worker's pid is newer than the worker. /proc tells
-    start times by this host's clock, the row by the store's (`now` is read from it): they
-    are compared by the row's age, which both clocks agree on."""
-    return started_after(worker.pid, now_ms() - (now - worker.started_at))
-
-
-def started_after(pid: int, moment_ms: int) -> bool:
-    """True if process `pid` started more than a second after `moment_ms` (epoch ms): a pid
-    reused by a newer process. False when unknown (no /proc)."""
-    fields = procfs.stat_fields(pid)
-    try:
-        with open("/proc/stat", "rb") as handle:
-            boot = next(int(line.split()[1]) for line in handle if line.startswith(b"btime "))
-    except (OSError, StopIteration, ValueError):
-        return False
-    if fields is None:
-        return False
-    started_ms = (boot + procfs.ticks_to_seconds(procfs.start_ticks(fields))) * 1000
-    return started_ms > moment_ms + 1000
-
-
-def process_started_ms(pid: int | None = None) -> int | None:
-    """When a process (default: this one) started, in epoch ms, to about 10 ms: its age from
-    /proc (start time and uptime share the boot clock) subtracted from now. None if unknown."""
-    fields = procfs.stat_fields(pid or "self")
-    try:
-        with open("/proc/uptime", "rb") as handle:
-            uptime = float(handle.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-    if fields is None:
-        return None
-    age_s = uptime - procfs.ticks_to_seconds(procfs.start_ticks(fields))
-    return now_ms() - max(0, round(age_s * 1000))
-
-
-def worker_shown_status(worker: Worker, stale_after_s: float, now: int) -> WorkerStatus:
-    """The status to show: HUNG for an active worker whose pool runs in this PID namespace
-    yet has been silent for longer than the stale timeout (frozen, or its dispatcher hangs)."""
-    if not worker.is_stale(now, stale_after_s) or not same_pid_namespace(worker.pid_namespace):
-        return worker.status
-    if pid_alive(worker.pid) and not pid_reused(worker, now):
-        return WorkerStatus.HUNG
-    return worker.status
 
 
 class Pool:
@@ -277,14 +204,15 @@ class Pool:
         # Predecessors first: a dead pool that had our pid used our worker ids.
         self._reap(store, startup=True)
         self._apply_queue_limits(store)
-        with contextlib.suppress(StoreError):
-            store.prune_workers(store.now() - PRUNE_AFTER_MS)
         dispatcher = self._start_dispatcher(store)
         watcher.start()
         retention = Retention(lambda: open_store(path), settings)
         if retention.needed:
             retention.start()
             events.event("retention", removes_after_days=retention.describe())
+        # Every pool fires schedules: one job per tick however many pools run (ticker.py).
+        ticker = ScheduleTicker(lambda: open_store(path), settings)
+        ticker.start()
         events.event(
             "pool started",
             pool=self.pool_id,
@@ -328,7 +256,7 @@ class Pool:
                     reap_orphans(pool_orphans())
                 if now >= next_stop_check:
                     next_stop_check = now + STOP_CHECK_INTERVAL
-                    if not ctx.draining.is_set():
+                    if not ctx.forced.is_set():
                         self._check_stop_request(store)
                 wait = min(next_beat, next_reap, next_stop_check) - time.monotonic()
                 if ctx.draining.is_set():
@@ -339,9 +267,11 @@ class Pool:
             doorbell.ring()
             watcher.stop()
             retention.stop()
+            ticker.stop()
             abandoned = self._failure == ABANDONED
             dispatcher.join(timeout=0 if abandoned else 5)
             watcher.join(timeout=2)
+            ticker.join(timeout=2)  # a round in flight commits or rolls back whole
             if not abandoned:  # an abandoned pool's workers are marked lost already
                 self._mark_all_stopped(store)
             if not dispatcher.is_alive():
@@ -596,14 +526,21 @@ class Pool:
 
     # -- stopping ----------------------------------------------------------------------------
     def _check_stop_request(self, store: Store) -> None:
+        """Obey `worker stop` (for every pool or this one): a graceful request as a first
+        signal, a forced one as a second, also while a graceful stop is under way."""
         if self._stop_baseline is None:
             return  # not registered yet: a request now is caught right after registering
         try:
-            requested = store.stop_requested_after(self._stop_baseline)
-            requested = requested or store.stop_requested_since(self.launched_at)
+            asked = {
+                store.stop_requested_after(self._stop_baseline, self.pool_id),
+                store.stop_requested_since(self.launched_at, self.pool_id),
+            }
         except StoreError:
             return
-        if requested:
+        if StopKind.FORCED in asked:
+            while self._signals < 2:
+                self.request_stop("queuectl worker stop --force")
+        elif StopKind.GRACEFUL in asked and not self._stopping():
             self.request_stop("queuectl worker stop")
 
     def _check_database_file(self, path: str) -> None:
@@ -680,7 +617,7 @@ class Pool:
             return
         path = log_path_for(self.settings.database)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # as detach.py
             with open_for_append(path, self.settings.file_permissions) as log:
                 _point_at(log.fileno(), self._terminal_fds)
         except OSError:
@@ -768,50 +705,3 @@ def run_pool(settings: Settings, options: PoolOptions, source: SettingsSource | 
         return pool.run(install_signals=True)
     finally:
         _silence_broken_streams()
-
-
-def log_path_for(database: str) -> Path:
-    """Where a background pool writes its log: beside a database file, or for a server's
-    queue in the user's state folder, named after the URL (its password left out)."""
-    if is_url(database):
-        state = Path(os.environ.get("XDG_STATE_HOME") or "~/.local/state").expanduser()
-        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", shown(database)).strip("_")
-        return state / "queuectl" / f"{name}.workers.log"
-    path = Path(absolute(database))
-    return path.with_name(path.name + ".workers.log")
-
-
-def pool_command(
-    database: str | Path, options: PoolOptions, config_path: str | Path | None = None
-) -> list[str]:
-    """The command line of `queuectl worker start` for a pool of another process."""
-    command = [sys.executable, "-m", "queuectl_tui"]
-    if config_path is not None:
-        command += ["--config", str(config_path)]
-    command += ["--db", str(database), "worker", "start", "--count", str(options.count)]
-    for name in options.queues or ():
-        command += ["--queue", name]
-    return [*command, "--log-format", options.log_format]
-
-
-def start_detached(settings: Settings, options: PoolOptions, config_path: str | None) -> Detached:
-    """Start `queuectl worker start` in the background (its own session, so a closing
-    terminal or console does not stop it); output goes to a log file beside the database."""
-    ensure_descriptors(options.count)  # refuse here, not in a log nobody reads
-    database = absolute(settings.database)
-    log_path = log_path_for(database)
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    config = str(Path(config_path).expanduser().resolve()) if config_path else None
-    command = pool_command(database, options, config)
-    with open_for_append(log_path, settings.file_permissions) as log_file:
-        process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            close_fds=True,
-        )
-    # In a long-lived caller (the console) reap the pool when it ends, so no zombie lingers.
-    threading.Thread(target=process.wait, name="queuectl-detached-reaper", daemon=True).start()
-    return Detached(pid=process.pid, log_path=str(log_path))

@@ -1,5 +1,6 @@
-"""Retention: a running pool removes finished jobs older than the keep-* settings, a batch at a
-time, in a thread of its own so that neither its claims nor its heartbeats wait behind it.
+"""Retention: a running pool removes finished jobs (and forgets ended workers) older than the
+keep-* settings, a batch at a time, in a thread of its own so that neither its claims nor its
+heartbeats wait behind it.
 
 Each batch is one short transaction (see Store.prune); between batches the write turn goes to
 whoever waits for it, and the thread pauses, so a backlog of a million old jobs is worked off
@@ -39,16 +40,20 @@ class Retention(threading.Thread):
         super().__init__(name="queuectl-retention", daemon=True)
         self._open_store = open_store
         self._kept = kept_days(settings)
+        self._workers_days = settings.keep_workers_days  # stopped and lost ones; 0: kept
         self._halt = threading.Event()
         self.removed = 0
 
     @property
     def needed(self) -> bool:
-        return bool(self._kept)
+        return bool(self._kept) or self._workers_days > 0
 
     def describe(self) -> str:
-        """'completed 7, cancelled 7': which finished jobs go after how many days."""
-        return ", ".join(f"{state.value} {days:g}" for state, days in self._kept.items())
+        """'completed 7, cancelled 7, workers 7': what goes after how many days."""
+        kept = [f"{state.value} {days:g}" for state, days in self._kept.items()]
+        if self._workers_days > 0:
+            kept.append(f"workers {self._workers_days:g}")
+        return ", ".join(kept)
 
     def stop(self) -> None:
         self._halt.set()
@@ -77,6 +82,14 @@ class Retention(threading.Thread):
                 return  # the next round tries again
             if count:
                 removed[state.value] = count
+        if self._workers_days > 0:
+            try:
+                workers = store.prune_workers(store.now() - int(self._workers_days * DAY_MS))
+            except StoreError as error:
+                events.event("retention retrying", level=logging.WARNING, error=str(error))
+                return
+            if workers:
+                removed["workers"] = workers
         if removed:
             self.removed += sum(removed.values())
             events.event("pruned", **removed)

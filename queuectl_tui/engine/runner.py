@@ -26,12 +26,12 @@ from ..models import Outcome, Stream
 from . import procfs
 from .containment import (
     CGROUP_AFTER,
+    PoolCgroup,
     RunProcesses,
     cgroup_parent,
     environment,
     pool_orphans,
     reap_orphans,
-    release_pool_cgroup,
     stop_strays,
     sweep_dead_pools,
 )
@@ -122,8 +122,10 @@ class Run:
         env: Mapping[str, str] | None = None,
         stdin: bytes | None = None,
         separate_stderr: bool = True,
+        cwd: str | None = None,
     ) -> None:
         self.command = command
+        self.cwd = cwd  # the job's own working directory; None: the pool's
         self.separate_stderr = separate_stderr
         self.stdin = stdin  # a typed job's payload; the command reads it from its stdin
         self.timeout = timeout
@@ -147,6 +149,7 @@ class Run:
         self._exit_check_at = 0.0  # without a pidfd the exit is polled for
         self.processes = RunProcesses(self.env)  # the run's processes outside its group
         self._contain_at: float | None = None  # when to move the run into a cgroup
+        self._cgroups: PoolCgroup | None = None  # its pool's, where it gets one
         self._no_resources_until: float | None = None  # could not start: hand back then
         self._start_error: str | None = None
 
@@ -158,13 +161,17 @@ class Run:
     def done(self) -> bool:
         return self.result is not None
 
-    def start(self, now: float) -> None:
+    def start(self, now: float, cgroups: PoolCgroup | None = None) -> None:
+        """Start the command; after CGROUP_AFTER it moves into a cgroup of `cgroups` (none
+        without them)."""
         if self.result is not None:
             return  # cancelled before it started
         try:
-            child = spawn_shell(self.command, self.env, self.stdin, self.separate_stderr)
+            child = spawn_shell(self.command, self.env, self.stdin, self.separate_stderr, self.cwd)
         except OSError as error:
             error_text = f"could not start /bin/sh: {error}"
+            if self.cwd is not None and not os.path.isdir(self.cwd):
+                error_text = f"the working directory {self.cwd} is not a directory here"
             if error.errno in _RESOURCE_ERRORS:
                 self._start_error = (
                     f"{error_text} (the pool's resources; the attempt is not counted)"
@@ -183,7 +190,8 @@ class Run:
         self.pidfd = _open_pidfd(child.pid)
         self._deadline = now + self.timeout
         self._exit_check_at = now + _EXIT_POLL
-        if cgroup_parent() is not None:
+        if cgroups is not None and cgroup_parent() is not None:
+            self._cgroups = cgroups
             self._contain_at = now + CGROUP_AFTER
 
     def cancel(self, now: float, by_operator: bool = False) -> bool:
@@ -238,8 +246,8 @@ class Run:
             if not _has_exited(child.pid):
                 if self._contain_at is not None and now >= self._contain_at:
                     self._contain_at = None
-                    if self._reason is None:
-                        self.processes.contain(child.pid)
+                    if self._reason is None and self._cgroups is not None:
+                        self.processes.contain(child.pid, self._cgroups)
                 self._exit_check_at = now + _EXIT_POLL
                 return
             self._exited = True
@@ -366,6 +374,7 @@ class Supervisor:
         # descriptors are close-on-exec already.
         seal_inherited_fds()
         sweep_dead_pools()  # the cgroups that pools killed on this host left behind
+        self.cgroups = PoolCgroup()  # this pool's runs' cgroups, where there are any
         self._poller = select.poll()
         self._owners: dict[int, Run] = {}
         self.runs: list[Run] = []
@@ -377,7 +386,7 @@ class Supervisor:
         self._watched.add(fd)
 
     def start(self, run: Run) -> None:
-        run.start(time.monotonic())
+        run.start(time.monotonic(), self.cgroups)
         self.runs.append(run)
         child = run.child
         if child is None:
@@ -441,7 +450,7 @@ class Supervisor:
             self._release(run)
         self.runs = []
         reap_orphans(pool_orphans())
-        release_pool_cgroup()
+        self.cgroups.release()
 
     def _register(self, fd: int, run: Run) -> None:
         self._poller.register(fd, _READABLE)
@@ -556,14 +565,17 @@ def job_environment(
     worker_id: str,
     job_type: str | None = None,
     payload: str | None = None,
+    own: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """The pool's environment plus the job's identity (and a typed job's type and payload).
-    The pool's environment is read once: decoding os.environ for every job cost a busy pool
-    5% of its time."""
+    """The pool's environment, then what the job sets itself (`own`), then the job's identity
+    (and a typed job's type and payload), which nothing overrides. The pool's environment is
+    read once: decoding os.environ for every job cost a busy pool 5% of its time."""
     global _base_environment
     if _base_environment is None:
         _base_environment = dict(os.environ)
     env = _base_environment.copy()
+    if own:
+        env.update(own)
     env["QUEUECTL_JOB_ID"] = job_id
     env["QUEUECTL_ATTEMPT"] = str(attempt)
     env["QUEUECTL_WORKER"] = worker_id

@@ -128,9 +128,10 @@ def spawn_shell(
     env: Mapping[str, str],
     stdin: bytes | None = None,
     separate_stderr: bool = True,
+    cwd: str | None = None,
 ) -> Child:
-    """Start the command, with `stdin` on its standard input (else /dev/null); raises OSError
-    if the shell cannot be started."""
+    """Start the command, with `stdin` on its standard input (else /dev/null), in `cwd` if
+    given; raises OSError if the shell cannot be started (or `cwd` entered)."""
     opened: list[int] = []  # every descriptor made here; the child's ends close after spawn
     try:
         read_fd, write_fd = _pipe()
@@ -141,8 +142,9 @@ def spawn_shell(
         input_fd = None if stdin is None else _stdin_file(stdin)
         if input_fd is not None:
             opened.append(input_fd)
-        if not _POSIX_SPAWN_SETSID:
-            process = _popen(command, env, write_fd, error_write, input_fd)
+        # os.posix_spawn cannot change directory: a job with one of its own goes through Popen.
+        if not _POSIX_SPAWN_SETSID or cwd is not None:
+            process = _popen(command, env, write_fd, error_write, input_fd, cwd)
             child = Child(process.pid, read_fd, error_read, process)
         else:
             pid = os.posix_spawn(
@@ -171,7 +173,12 @@ def spawn_shell(
 
 
 def _popen(
-    command: str, env: Mapping[str, str], write_fd: int, error_fd: int, input_fd: int | None
+    command: str,
+    env: Mapping[str, str],
+    write_fd: int,
+    error_fd: int,
+    input_fd: int | None,
+    cwd: str | None = None,
 ) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [SHELL, "-c", command],
@@ -181,4 +188,5 @@ def _popen(
         start_new_session=True,
         env=env,
         close_fds=True,
+        cwd=cwd,
     )

@@ -15,7 +15,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..config import Settings
 from ..errors import Conflict, Damaged, InvalidInput, NotFound, Unavailable
 from ..store import StoreError
-from . import control, dashboard, jobs, metrics_routes, output, reads
+from . import control, dashboard, events, jobs, metrics_routes, output, reads, schedules
 from .auth import Gate
 from .busy import ExpensiveReads
 from .context import Context, ServeOptions, Stores
@@ -139,17 +139,20 @@ def create_app(settings: Settings, options: ServeOptions | None = None) -> Starl
             yield
         finally:
             ctx.submitter.stop()
+            ctx.news.close()
             ctx.stores.close()
             ctx.health.close()
 
     routes: list[BaseRoute] = [Route("/openapi.json", _openapi, methods=["GET"])]
-    routes += reads.ROUTES + metrics_routes.ROUTES + output.ROUTES
+    routes += reads.ROUTES + metrics_routes.ROUTES + output.ROUTES + events.ROUTES
+    routes += schedules.READ_ROUTES
     if options.read_only:
         routes += jobs.READ_ROUTES + dashboard.ROUTES
     else:
-        routes += control.ROUTES + jobs.ROUTES + dashboard.ROUTES
+        routes += control.ROUTES + schedules.ROUTES + jobs.ROUTES + dashboard.ROUTES
     app = Starlette(
         routes=routes,
+        # Starlette types a handler as taking Exception; each of ours takes its own kind.
         exception_handlers=_errors(),  # type: ignore[arg-type]
         lifespan=lifespan,
     )

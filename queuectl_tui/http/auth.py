@@ -130,7 +130,7 @@ class Gate:
         return HttpError(
             401,
             "this server needs a token to read: send 'Authorization: Bearer TOKEN', or in a "
-            "browser open /?token=TOKEN once",
+            "browser sign in on the page at /",
             headers=CHALLENGE,
         )
 

@@ -17,6 +17,7 @@ from ..store import Store
 from .auth import Gate
 from .followers import Followers
 from .health import HealthCheck
+from .news import ChangeNews
 from .submitter import Submitter
 
 T = TypeVar("T")
@@ -70,9 +71,14 @@ class Context:
     stores: Stores
     submitter: Submitter
     health: HealthCheck
-    followers: Followers = field(default_factory=Followers)
+    followers: Followers = field(default_factory=Followers)  # output streams
+    event_streams: Followers = field(default_factory=lambda: Followers(what="change events"))
+    news: ChangeNews = field(init=False)  # the queue's changes, for GET /events
     # Set when the server begins to stop: open output streams end, so the stop is not held up.
     stopping: threading.Event = field(default_factory=threading.Event)
+
+    def __post_init__(self) -> None:
+        self.news = ChangeNews(self.settings)
 
 
 def context(request: Request) -> Context:

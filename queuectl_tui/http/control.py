@@ -1,4 +1,5 @@
-"""An operator's control over HTTP: cancel, retry, delete, the DLQ, pause and resume, prune.
+"""An operator's control over HTTP: cancel, retry, delete, the DLQ, pause and resume, prune,
+stopping pools.
 Each is the service call the CLI and the console make, recorded in the audit trail with
 face "http" and the token's name; each needs the write token when tokens are set."""
 
@@ -11,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from .. import control
+from .. import control, service
 from ..errors import InvalidInput
 from ..models import JobState, Operator
 from ..store import Store
@@ -27,7 +28,8 @@ def _one_job(report: control.Report, job_id: str, verb: str, refusal: str) -> Re
         raise HttpError(404, f"no job with id '{job_id}'", "id")
     if report.unchanged:
         [(_, state)] = report.unchanged
-        raise HttpError(409, f"job '{job_id}' is {state.value}: {refusal}")
+        why = report.reasons.get(job_id, refusal)
+        raise HttpError(409, f"job '{job_id}' is {state.value}: {why}")
     if report.pending_stop:
         return JSONResponse({"id": job_id, "result": "stopping"}, 202)
     return JSONResponse({"id": job_id, "result": verb})
@@ -140,6 +142,26 @@ async def prune(request: Request) -> Response:
     return JSONResponse({"states": [s.value for s in states], "dry_run": dry_run, "jobs": count})
 
 
+async def stop_pools(request: Request) -> Response:
+    """POST /pools/stop {"pool": id or null, "force": false}: every running pool, or the one
+    named (its id or one of its workers' ids; 404 if none runs), asked to stop."""
+    ctx = context(request)
+    who = ctx.gate.writer(request)
+    body = await json_body(request, ctx.settings.http_body_limit)
+    body = {} if body is None else body
+    if not isinstance(body, dict) or not set(body) <= {"pool", "force"}:
+        raise HttpError(422, 'send {"pool": "HOST:PID-TAG" or null, "force": false}')
+    pool, force = body.get("pool"), body.get("force", False)
+    if pool is not None and (not isinstance(pool, str) or not pool or len(pool) > 1000):
+        raise HttpError(422, "pool must be a pool's or a worker's id, or null", "pool")
+    if not isinstance(force, bool):
+        raise HttpError(422, "force must be true or false", "force")
+    stale = ctx.settings.stale_worker_timeout
+    asked = await ctx.stores.run(lambda store: service.stop_pools(store, stale, who, pool, force))
+    pools = sorted({worker.pool_id for worker in asked})
+    return JSONResponse({"pools": pools, "workers": len(asked), "forced": force}, 202)
+
+
 def _states(value: Any) -> list[JobState]:
     if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
         raise HttpError(422, 'states must be a list such as ["completed"]', "states")
@@ -159,4 +181,5 @@ ROUTES = [
     Route("/queues/{name}/pause", pause, methods=["POST"]),
     Route("/queues/{name}/resume", resume, methods=["POST"]),
     Route("/prune", prune, methods=["POST"]),
+    Route("/pools/stop", stop_pools, methods=["POST"]),
 ]

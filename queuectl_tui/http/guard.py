@@ -26,7 +26,8 @@ from .throttle import WINDOW_S, Busy, FailureThrottle
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 # What a client without a token may still ask for when tokens are configured: a probe's
-# health check, and the page's script, styles and icon (code, no data).
+# health check, the page's script, styles and icon (code, no data), and the page itself,
+# which then shows a sign-in form and no figures.
 OPEN_PATHS = frozenset({"/healthz"})
 OPEN_PREFIXES = ("/static/",)
 
@@ -69,7 +70,7 @@ class RequestGuard:
                 )
                 await answer(scope, receive, send)
                 return
-            if token is None and self.gate.reads_need_token and not _open(request.url.path):
+            if token is None and self.gate.reads_need_token and not _open(request):
                 raise self.gate.read_refusal()
         except HttpError as error:
             await error.response()(scope, receive, send)
@@ -110,6 +111,8 @@ class RequestGuard:
             ) from None
         if token is None:
             _log_failure(client, request, f"unknown {presented.where}", failures)
+            if presented.where == "cookie" and _open(request):
+                return None  # the page: its sign-in form (which also drops the cookie)
             raise HttpError(401, _unknown(presented), headers=CHALLENGE)
         return token
 
@@ -149,5 +152,8 @@ def _log_failure(client: str, request: Request, what: str, failures: int) -> Non
     )
 
 
-def _open(path: str) -> bool:
+def _open(request: Request) -> bool:
+    path = request.url.path
+    if path == "/" and request.method in ("GET", "HEAD"):
+        return True  # the page answers 401 with its sign-in form and no figures (dashboard.py)
     return path in OPEN_PATHS or path.startswith(OPEN_PREFIXES)

@@ -11,16 +11,25 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .. import service
-from ..models import Attempt, Job, JobSpec, JobSpecError, parse_job_spec, replay_difference
+from ..models import (
+    MASK,
+    Attempt,
+    Job,
+    JobSpec,
+    JobSpecError,
+    parse_job_spec,
+    replay_difference,
+)
 from ..store import Store, Submitted
 from .context import context
 from .errors import HttpError
 from .requests import (
     MAX_PAGE,
     cursor_param,
+    ended_cursor_param,
     int_param,
     json_body,
-    newest_first_param,
+    order_param,
     queue_param,
     state_param,
 )
@@ -69,6 +78,8 @@ async def submit(request: Request) -> Response:
         raise HttpError(409, result.reason, "id")
     if result.status is Submitted.NEW_QUEUE_REFUSED:
         raise HttpError(422, result.reason, "queue")
+    if result.status is Submitted.UNKNOWN_PARENT:
+        raise HttpError(422, result.reason, "after")
     raise HttpError(429, result.reason, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
 
 
@@ -89,7 +100,10 @@ async def list_jobs(request: Request) -> Response:
     ctx = context(request)
     state, queue = state_param(request), queue_param(request)
     limit = int_param(request, "limit", 50, 1, MAX_PAGE)
-    after, newest = cursor_param(request), newest_first_param(request)
+    order = order_param(request)
+    after, after_end = (
+        ended_cursor_param(request) if order.by_end else (cursor_param(request), None)
+    )
     with_secrets = ctx.gate.may_see_output(request)
 
     search = request.query_params.get("q")
@@ -100,14 +114,26 @@ async def list_jobs(request: Request) -> Response:
         # Rendered on the worker thread too: a page of 500 jobs is tens of milliseconds of
         # JSON, which on the event loop would hold up every other client (/healthz too).
         if search is None:
-            page = service.list_jobs(store, state, limit + 1, after, newest, queue)
+            page = service.list_jobs(
+                store, state, limit + 1, after, order.newest_first, queue, order.by_end, after_end
+            )
         else:
             try:
-                found = service.search_jobs(store, search, limit + 1, after, newest, state, queue)
+                found = service.search_jobs(
+                    store,
+                    search,
+                    limit + 1,
+                    after,
+                    order.newest_first,
+                    state,
+                    queue,
+                    by_end=order.by_end,
+                    after_end=after_end,
+                )
             except service.InputError as error:
                 raise HttpError(422, str(error), "q") from None
             page = service.JobPage(found.jobs, found.matches)
-        return bytes(JSONResponse(page_view(page, limit, with_secrets)).body)
+        return bytes(JSONResponse(page_view(page, limit, with_secrets, order.by_end)).body)
 
     return Response(await ctx.stores.run(read), media_type="application/json")
 
@@ -115,21 +141,29 @@ async def list_jobs(request: Request) -> Response:
 async def get_job(request: Request) -> Response:
     ctx = context(request)
     job_id = request.path_params["job_id"]
-    job, attempts = await ctx.stores.run(lambda store: service.job_history(store, job_id))
-    shown = ctx.gate.may_see_output(request)
-    return JSONResponse(
-        job_view(job, shown) | {"attempt_history": [attempt_view(a, shown) for a in attempts]}
+    job, attempts, links = await ctx.stores.run(
+        lambda store: (*service.job_history(store, job_id), service.job_links(store, job_id))
     )
+    shown = ctx.gate.may_see_output(request)
+    history = {"attempt_history": [attempt_view(a, shown) for a in attempts]}
+    return JSONResponse(job_view(job, shown) | service.links_view(links) | history)
 
 
-def page_view(page: service.JobPage, limit: int, with_secrets: bool) -> dict[str, Any]:
+def page_view(
+    page: service.JobPage, limit: int, with_secrets: bool, by_end: bool = False
+) -> dict[str, Any]:
     """The body of GET /jobs from a page read with one job more than `limit` (the dashboard's
-    page renders the same shape)."""
+    page renders the same shape). In the order of the jobs' ends (`by_end`) the cursor is
+    the last job's end and seq, so that it holds even once that job is gone."""
     jobs = page.jobs[:limit]
     more = len(page.jobs) > limit
+    cursor = None
+    if more and jobs:
+        last = jobs[-1]
+        cursor = f"{last.finished_at}.{last.seq}" if by_end else str(last.seq)
     return {
         "jobs": [job_view(job, with_secrets) for job in jobs],
-        "next_cursor": str(jobs[-1].seq) if more and jobs else None,
+        "next_cursor": cursor,
         "total": page.total,
     }
 
@@ -138,6 +172,8 @@ def job_view(job: Job, with_secrets: bool = True) -> dict[str, Any]:
     view = job.to_dict()
     if not with_secrets:
         view["payload"] = None  # it may hold secrets, as output does: a token shows it
+        if view["env"]:  # the names only, as for output: a token shows the values
+            view["env"] = dict.fromkeys(view["env"], MASK)
     return view
 
 

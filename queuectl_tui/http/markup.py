@@ -92,6 +92,14 @@ def next_run(job: Data, now: int) -> str:
     )
 
 
+def until(iso: str, now: int) -> str:
+    """A countdown to an instant (a schedule's next job), which the script ticks on."""
+    return (
+        f'<time data-kind="until" datetime="{text(iso)}" title="{text(iso)}">'
+        f"{text(_until(iso, now))}</time>"
+    )
+
+
 def state_badge(state: str) -> str:
     return f'<span class="state st-{text(state)}">{text(state)}</span>'
 

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import __version__
-from ..models import MAX_ID_LENGTH, MAX_KEY_LENGTH, MAX_PRIORITY, MAX_RETRIES_LIMIT, STATES
+from ..models import (
+    MAX_AFTER,
+    MAX_CWD_LENGTH,
+    MAX_ID_LENGTH,
+    MAX_KEY_LENGTH,
+    MAX_PRIORITY,
+    MAX_RETRIES_LIMIT,
+    STATES,
+)
+from ..schedules import CATCH_UP, MAX_NAME_LENGTH
+from ..version import __version__
 from .requests import MAX_PAGE
 
 _REF = "#/components/schemas/"
@@ -57,9 +66,29 @@ _SCHEMAS: dict[str, Any] = {
             "queue": _QUEUE,
             "priority": {"type": "integer", "minimum": -MAX_PRIORITY, "maximum": MAX_PRIORITY},
             "run_at": {"type": "string", "format": "date-time"},
+            "delay": {  # instead of run_at: from now
+                "oneOf": [
+                    {"type": "string", "pattern": "^\\s*[0-9]{1,9}\\s*[smhdwSMHDW]\\s*$"},
+                    {"type": "number", "minimum": 0, "maximum": 3_153_600_000},
+                ]
+            },
             "max_retries": {"type": "integer", "minimum": 0, "maximum": MAX_RETRIES_LIMIT},
             "timeout": {"type": "number", "minimum": 0, "exclusiveMinimum": True},
             "idempotency_key": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH},
+            "cwd": {"type": "string", "pattern": "^/", "maxLength": MAX_CWD_LENGTH},
+            "env": {"type": "object", "additionalProperties": {"type": "string"}},
+            "after": {  # jobs it runs after: ids, as a list or separated by commas
+                "oneOf": [
+                    {
+                        "type": "array",
+                        "minItems": 1,
+                        "maxItems": MAX_AFTER,
+                        "items": {"type": "string", "minLength": 1, "maxLength": MAX_ID_LENGTH},
+                    },
+                    {"type": "string", "minLength": 1},
+                ]
+            },
+            "after_any_end": {"type": "boolean"},
         },
     },
     "Job": {
@@ -79,6 +108,8 @@ _SCHEMAS: dict[str, Any] = {
             "created_at": {"type": "string"},
             "updated_at": {"type": "string"},
             "last_error": {"type": "string", "nullable": True},
+            "after_any_end": {"type": "boolean"},
+            "blocked_by": {"type": "string", "nullable": True},
         },
     },
     "JobPage": {
@@ -95,7 +126,60 @@ _SCHEMAS: dict[str, Any] = {
         "required": ["id", "result"],
         "properties": {"id": {"type": "string"}, "result": {"type": "string"}},
     },
+    "ScheduleInput": {
+        "type": "object",
+        "description": "A schedule: 'cron' (five fields, an alias such as @daily, or "
+        "'@every 5m') or 'every' ('30s', '5m', '1h30m'), and its job: a 'command' (needs "
+        "--allow-commands) or a 'type' and its 'payload'.",
+        "required": ["name"],
+        "additionalProperties": False,
+        "properties": {
+            "name": {"type": "string", "pattern": f"^\\S{{1,{MAX_NAME_LENGTH}}}$"},
+            "cron": {"type": "string", "minLength": 1},
+            "every": {"type": "string", "minLength": 2},
+            "timezone": {"type": "string", "minLength": 1, "maxLength": 100},
+            "catch_up": {"type": "string", "enum": list(CATCH_UP)},
+            "command": {"type": "string", "minLength": 1},
+            "type": {"type": "string"},
+            "payload": {},
+            "queue": _QUEUE,
+            "priority": {"type": "integer", "minimum": -MAX_PRIORITY, "maximum": MAX_PRIORITY},
+            "timeout": {"type": "number", "minimum": 0, "exclusiveMinimum": True},
+            "max_retries": {"type": "integer", "minimum": 0, "maximum": MAX_RETRIES_LIMIT},
+            "cwd": {"type": "string", "pattern": "^/"},
+            "env": {"type": "object", "additionalProperties": {"type": "string"}},
+        },
+    },
+    "Schedule": {
+        "type": "object",
+        "required": ["name", "schedule", "timezone", "catch_up", "paused", "origin", "job"],
+        "properties": {
+            "name": {"type": "string"},
+            "schedule": {"type": "string"},
+            "description": {"type": "string"},
+            "timezone": {"type": "string"},
+            "catch_up": {"type": "string", "enum": list(CATCH_UP)},
+            "paused": {"type": "boolean"},
+            "next_at": {"type": "string", "nullable": True},
+            "last_job_id": {"type": "string", "nullable": True},
+            "last_fired_at": {"type": "string", "nullable": True},
+            "origin": {"type": "string"},
+            "job": {"type": "object"},
+            "last_job": {"type": "object", "nullable": True},
+        },
+    },
+    "Schedules": {
+        "type": "object",
+        "required": ["schedules"],
+        "properties": {"schedules": {"type": "array", "items": _ref("Schedule")}},
+    },
     "Anything": {"type": "object"},
+}
+_SCHEDULE_NAME = {
+    "name": "name",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "string", "pattern": f"^\\S{{1,{MAX_NAME_LENGTH}}}$"},
 }
 
 
@@ -161,6 +245,76 @@ def _read(summary: str, schema: dict[str, Any], params: list[Any] | None = None)
     }
 
 
+def _sse_event(names: list[str]) -> dict[str, Any]:
+    """One server-sent event: its name, its data (JSON text) and, where it has one, its id."""
+    return {
+        "type": "object",
+        "properties": {
+            "event": {"enum": names},
+            "data": {"type": "string"},
+            "id": {"type": "string"},
+        },
+        "required": ["event", "data"],
+    }
+
+
+def _schedule_writes(paths: dict[str, Any]) -> None:
+    """POST /schedules, and pause, resume, run and remove one: each needs the write token."""
+    body_errors = {
+        "400": _error("the body is not JSON"),
+        "413": _error("the body is too large"),
+        "415": _error("the body is not JSON"),
+    }
+    paths["/schedules"]["post"] = {
+        "summary": "Add a schedule (needs the write token)",
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": _ref("ScheduleInput")}},
+        },
+        "responses": {
+            "201": _json(_ref("Schedule"), "added, durable on disk"),
+            **body_errors,
+            "403": _error("a raw command without --allow-commands, or a token that may only read"),
+            **_TOKEN_ERRORS,
+            "409": _error("a schedule of that name exists"),
+            "422": _error("a field is invalid: 'field' names it"),
+        },
+    }
+    for verb, summary, answer in (
+        ("pause", "Pause a schedule: no pool fires it", "Schedule"),
+        ("resume", "Resume a schedule from its next tick", "Schedule"),
+        ("run", "Make one job of the schedule now", "Job"),
+    ):
+        responses = {
+            "201" if verb == "run" else "200": _json(_ref(answer), "done"),
+            **body_errors,
+            "404": _error("no such schedule"),
+            "422": _error("invalid name, or a body that is not {}"),
+            **_WRITE_ERRORS,
+        }
+        paths[f"/schedules/{{name}}/{verb}"] = {
+            "post": {
+                "summary": summary,
+                "parameters": [_SCHEDULE_NAME],
+                "requestBody": {
+                    "required": False,
+                    "content": {"application/json": {"schema": {"type": "object"}}},
+                },
+                "responses": responses,
+            }
+        }
+    paths["/schedules/{name}"]["delete"] = {
+        "summary": "Remove a schedule (its jobs stay)",
+        "parameters": [_SCHEDULE_NAME],
+        "responses": {
+            "200": _json(_ref("Anything"), "removed"),
+            "404": _error("no such schedule"),
+            "422": _error("invalid name"),
+            **_WRITE_ERRORS,
+        },
+    }
+
+
 def document(read_only: bool) -> dict[str, Any]:
     paths: dict[str, Any] = {
         "/jobs": _read(
@@ -192,7 +346,8 @@ def document(read_only: bool) -> dict[str, Any]:
                     "name": "order",
                     "in": "query",
                     "required": False,
-                    "schema": {"type": "string", "enum": ["oldest", "newest"]},
+                    "description": "ended: the jobs that ended, the latest to end first",
+                    "schema": {"type": "string", "enum": ["oldest", "newest", "ended"]},
                 },
             ],
         ),
@@ -240,6 +395,11 @@ def document(read_only: bool) -> dict[str, Any]:
         },
     }
     paths["/jobs/{job_id}"]["get"]["responses"]["404"] = _error("no such job")
+    paths["/schedules"] = _read("Every schedule, with its last job", _ref("Schedules"))
+    paths["/schedules/{name}"] = _read(
+        "A schedule, with its last job", _ref("Schedule"), [_SCHEDULE_NAME]
+    )
+    paths["/schedules/{name}"]["get"]["responses"]["404"] = _error("no such schedule")
     paths["/output/{job_id}"] = _read(
         "A job's output from a cursor; with follow=1, server-sent events until it is finished",
         _ref("Anything"),
@@ -254,8 +414,15 @@ def document(read_only: bool) -> dict[str, Any]:
             {"name": "follow", "in": "query", "required": False, "schema": {"enum": ["1"]}},
         ],
     )
+    paths["/events"] = _read(
+        "Server-sent events: `change` each time the queue changes (at most twice a second)",
+        {"type": "string"},
+    )
+    changes = paths["/events"]["get"]["responses"]
+    changes["200"]["content"] = {"text/event-stream": {"schema": _sse_event(["change"])}}
+    changes["503"] = _error("too many streams open")
     output = paths["/output/{job_id}"]["get"]["responses"]
-    output["200"]["content"]["text/event-stream"] = {"schema": {"type": "string"}}
+    output["200"]["content"]["text/event-stream"] = {"schema": _sse_event(["output", "end"])}
     output["404"] = _error("no such job")
     output["503"] = _error("too many streams open")
     if not read_only:
@@ -275,6 +442,12 @@ def document(read_only: bool) -> dict[str, Any]:
         paths["/queues/{name}/pause"] = {"post": _action("Pause a queue", [name])}
         paths["/queues/{name}/resume"] = {"post": _action("Resume a queue", [name])}
         paths["/prune"] = {"post": _action("Remove old finished jobs", [], body=True)}
+        stop = _action("Stop every pool, or one; gracefully or forced", [], body=True)
+        stop["responses"]["202"] = _json(_ref("Anything"), "the pools asked, and their workers")
+        stop["responses"]["404"] = _error("no running pool has that id")
+        del stop["responses"]["200"], stop["responses"]["409"]
+        paths["/pools/stop"] = {"post": stop}
+        _schedule_writes(paths)
     return {
         "openapi": "3.0.3",
         "info": {"title": "queuectl", "version": __version__},

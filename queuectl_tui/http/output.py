@@ -16,14 +16,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
 
 from ..job_output import STEP_PIECES, OutputCursor, OutputStep, read_output
 from .context import context
 from .errors import HttpError
-from .followers import Followers
+from .followers import FollowerStream
 
 FOLLOW_POLL = 0.25  # seconds between looks for more: the pool writes every 0.3 s
 STREAM_FOR = 300.0  # seconds a stream lasts before the client reconnects
@@ -56,22 +55,6 @@ def step_view(step: OutputStep) -> dict[str, Any]:
     }
 
 
-class _Stream(StreamingResponse):
-    """A stream that counts itself among the server's followers until it is over."""
-
-    def __init__(self, followers: Followers, content: AsyncIterator[str]) -> None:
-        super().__init__(
-            content, media_type="text/event-stream", headers={"X-Accel-Buffering": "no"}
-        )
-        self.followers = followers
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            await super().__call__(scope, receive, send)
-        finally:
-            self.followers.leave()
-
-
 async def job_output(request: Request) -> Response:
     ctx = context(request)
     if not ctx.gate.may_see_output(request):
@@ -92,7 +75,7 @@ async def job_output(request: Request) -> Response:
             }
         )
     ctx.followers.enter()
-    return _Stream(ctx.followers, _events(request, job_id, cursor, first))
+    return FollowerStream(ctx.followers, _events(request, job_id, cursor, first))
 
 
 async def _events(

@@ -26,6 +26,7 @@ from .markup import (
 
 JOBS_PAGE = 15  # jobs per page of the jobs list (the script reads it from the page)
 DEAD_PAGE = 8  # dead jobs in the dead letters card; the dead tab pages through them all
+LINKS_SHOWN = 50  # jobs that run after the job a page shows, at most
 TABS: tuple[JobState | None, ...] = (None, *STATE_ORDER)
 
 
@@ -33,11 +34,12 @@ TABS: tuple[JobState | None, ...] = (None, *STATE_ORDER)
 class Snapshot:
     stats: Data  # GET /stats
     jobs: Data  # GET /jobs?state=&cursor=&order=newest
-    dead: Data  # GET /jobs?state=dead&order=newest
+    dead: Data  # GET /jobs?state=dead&order=ended
     workers: Data  # GET /workers
     job: Data | None  # GET /jobs/{id}, when the view names a job that exists
     now: int  # epoch ms the figures were read at
     queues: Data  # GET /queues
+    schedules: Data  # GET /schedules
 
 
 def _counts(counts: Data, view: View) -> str:
@@ -101,7 +103,7 @@ def _dead_jobs(page: Data, view: View, now: int) -> str:
     rows = (
         f'<tr class="row st-dead"><td class="id">{job_link(view, job["id"])}</td>'
         f'<td class="mono">{text(job["queue"])}</td><td class="num">{tries(job)}</td>'
-        f"<td>{time_ago(job['updated_at'], now)}</td>{error_cell(job)}</tr>"
+        f"<td>{time_ago(job['finished_at'], now)}</td>{error_cell(job)}</tr>"
         for job in page["jobs"]
     )
     head = ("ID", "QUEUE", "TRIES", "DIED", "LAST ERROR")
@@ -144,7 +146,7 @@ def _dead(page: Data, view: View, now: int) -> str:
     rows = (
         f'<tr><td class="id">{job_link(view, job["id"])}<span class="sub">'
         f"{text(job['queue'])} &middot; {tries(job)} tries</span></td>"
-        f"<td>{time_ago(job['updated_at'], now)}</td>{error_cell(job)}</tr>"
+        f"<td>{time_ago(job['finished_at'], now)}</td>{error_cell(job)}</tr>"
         for job in page["jobs"]
     )
     html = table(("ID", "DIED", "LAST ERROR"), rows, "No dead jobs.", "dlq")
@@ -157,11 +159,33 @@ def _dead(page: Data, view: View, now: int) -> str:
     return html
 
 
-def render(view: View, snap: Snapshot) -> str:
+# Where reads need a token: the page without figures, and this form. The script keeps the token
+# in the tab's sessionStorage and sends it in a header; it never goes into an address.
+SIGN_IN = """<section id="sign-in" class="card sign-in" aria-label="Sign in">
+<h2>Sign in</h2>
+<p>This server needs a token to show its queue (a read token is enough).</p>
+<form id="sign-in-form" autocomplete="off">
+<label for="sign-in-token">Token</label>
+<input id="sign-in-token" name="token" type="password" spellcheck="false" required>
+<button type="submit">Sign in</button>
+</form>
+<p id="sign-in-error" class="error" role="alert" hidden></p>
+<p class="dim">Kept in this tab only, until it is closed or you sign out; sent in a header,
+never in an address.</p>
+<noscript><p class="error">Signing in takes JavaScript.</p></noscript>
+</section>
+"""
+
+
+def render(view: View, snap: Snapshot, sign_in: bool = False) -> str:
     counts = snap.stats["counts"]
-    detail = panels.detail(snap.job, view, snap.now) if view.job is not None else ""
-    hidden = "" if view.job is not None else " hidden"
+    # Signed out, the job the address names is not looked up: the detail opens once signed in.
+    with_detail = view.job is not None and not sign_in
+    detail = panels.detail(snap.job, view, snap.now) if with_detail else ""
+    hidden = "" if with_detail else " hidden"
     stale = f"stale after {snap.workers['stale_after_s']:g} s"
+    live = "&#9679; signed out" if sign_in else f"&#9679; as of {to_iso_seconds(snap.now)} UTC"
+    signed_out = ' data-sign-in="1"' if sign_in else ""
     return f"""<!doctype html>
 <html lang="en">
 <head>
@@ -176,11 +200,13 @@ def render(view: View, snap: Snapshot) -> str:
 <header class="top">
 <h1><span class="brand">queuectl</span> <span class="sub">dashboard</span></h1>
 <span class="badge">read-only</span>
-<span id="live" class="live">&#9679; as of {to_iso_seconds(snap.now)} UTC</span>
+<span id="live" class="live">{live}</span>
+<button id="sign-out" type="button" hidden>Sign out</button>
 </header>
 <div id="note" class="note" role="alert" hidden></div>
-<main id="dashboard" data-page-size="{JOBS_PAGE}" data-dead-page-size="{DEAD_PAGE}">
-<section id="counts" class="tiles" aria-label="Jobs per state">{_counts(counts, view)}</section>
+<main id="dashboard" data-page-size="{JOBS_PAGE}" data-dead-page-size="{DEAD_PAGE}"{signed_out}>
+{SIGN_IN if sign_in else ""}<section id="counts" class="tiles" aria-label="Jobs per state">
+{_counts(counts, view)}</section>
 <div class="grid">
 <div class="col-main">
 <section class="card" id="jobs-card">
@@ -199,12 +225,16 @@ def render(view: View, snap: Snapshot) -> str:
 <div class="card-head"><h2>Queues</h2><span class="dim">paused, limits, depth, age</span></div>
 <div id="queues">{panels.queues(snap.queues)}</div>
 </section>
+<section class="card" id="schedules-card">
+<div class="card-head"><h2>Schedules</h2><span class="dim">next job, last job</span></div>
+<div id="schedules">{panels.schedules(snap.schedules, view, snap.now)}</div>
+</section>
 <section class="card" id="workers-card">
 <div class="card-head"><h2>Workers</h2><span class="dim">{stale}</span></div>
 <div id="workers">{panels.workers(snap.workers, view, snap.now)}</div>
 </section>
 <section class="card" id="dlq-card">
-<div class="card-head"><h2>Dead letters <span class="dim">newest first</span></h2>
+<div class="card-head"><h2>Dead letters <span class="dim">latest death first</span></h2>
 <span id="dlq-count" class="count st-dead">{number(snap.dead["total"])}</span></div>
 <div id="dlq">{_dead(snap.dead, view, snap.now)}</div>
 </section>

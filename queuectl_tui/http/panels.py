@@ -7,7 +7,18 @@ import json
 from collections.abc import Sequence
 
 from ..timeutil import human_seconds, parse_iso
-from .markup import Data, View, job_link, next_run, number, state_badge, table, text, time_ago
+from .markup import (
+    Data,
+    View,
+    job_link,
+    next_run,
+    number,
+    state_badge,
+    table,
+    text,
+    time_ago,
+    until,
+)
 from .markup import tries as tries_text
 
 ACTIVE = ("idle", "busy", "stopping")
@@ -122,8 +133,39 @@ def queues(data: Data) -> str:
             f"{'' if limit is None else ' / ' + number(limit)}</td>"
             f'<td class="num">{text(_age(queue["oldest_waiting_s"]))}</td></tr>'
         )
-    head = ("QUEUE", "STATE", "WAITING", "RUNNING / LIMIT", "WAITED")
+    head = ("QUEUE", "STATE", "WAITING", "RUN / LIMIT", "WAITED")
     return table(head, rows, "No queues yet.", "queues")
+
+
+def schedules(data: Data, view: View, now: int) -> str:
+    """Each schedule: its name, timing in words and zone; its next job (a countdown the
+    script ticks on) or paused; its last job and that job's state."""
+    rows = []
+    for schedule in data["schedules"]:
+        paused = schedule["paused"]
+        if paused:
+            when = '<span class="scstate">paused</span>'
+        elif schedule["next_at"]:
+            when = until(schedule["next_at"], now)
+        else:
+            when = '<span class="dim">never</span>'
+        last_id, last = schedule["last_job_id"], schedule["last_job"]
+        if last is not None:
+            badge = state_badge(last["state"])
+            last_cell = f'{job_link(view, last["id"])}<span class="sub">{badge}</span>'
+        elif last_id:
+            last_cell = f'<span class="mono">{text(last_id)}</span><span class="sub">gone</span>'
+        else:
+            last_cell = '<span class="dim">&ndash;</span>'
+        words = f"{text(schedule['description'])} &middot; {text(schedule['timezone'])}"
+        rows.append(
+            f'<tr class="{"sc-paused" if paused else "sc-active"}">'
+            f'<td><span class="mono">{text(schedule["name"])}</span>'
+            f'<span class="sub">{words}</span></td>'
+            f'<td class="next">{when}</td><td>{last_cell}</td></tr>'
+        )
+    head = ("SCHEDULE", "NEXT JOB", "LAST JOB")
+    return table(head, rows, "No schedules. Add one: queuectl schedule add", "schedules")
 
 
 def _field(name: str, value: str) -> str:
@@ -141,6 +183,11 @@ def _fields(job: Data, now: int) -> str:
         payload = json.dumps(job.get("payload"), ensure_ascii=False)
         fields.append(_field("type", mono(text(job["type"]))))
         fields.append(_field("payload", f'<code class="wrap">{text(payload, False)}</code>'))
+    if job.get("cwd"):
+        fields.append(_field("directory", mono(text(job["cwd"]))))
+    if job.get("env"):  # masked as the API gives it
+        shown = " ".join(f"{name}={value}" for name, value in job["env"].items())
+        fields.append(_field("environment", f'<code class="wrap">{text(shown, False)}</code>'))
     fields += [
         _field("tries", f"{tries_text(job)} (max retries {job['max_retries']})"),
         _field("priority", str(job["priority"])),
@@ -169,7 +216,9 @@ def detail(job: Data | None, view: View, now: int) -> str:
         body = f'<p class="empty">No job with the id <code>{text(view.job)}</code>.</p>'
         return f'{backdrop}<aside class="panel" aria-label="Job detail">{head}{body}</aside>'
     attempts = "".join(_attempt(a, now) for a in reversed(job["attempt_history"]))
-    attempts = attempts or '<p class="empty">Not run yet.</p>'
+    # A run is recorded as it ends: a job on its first run has none yet.
+    unrun = "None has ended yet." if job["state"] == "processing" else "Not run yet."
+    attempts = attempts or f'<p class="empty">{unrun}</p>'
     return (
         f'{backdrop}<aside class="panel" aria-label="Job detail"><div class="panel-head">'
         f'<h2>Job <span class="mono">{text(job["id"])}</span></h2>{close}</div>'

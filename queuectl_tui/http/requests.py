@@ -4,6 +4,7 @@ refused with the status and sentence a client can act on."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
@@ -110,10 +111,30 @@ def cursor_param(request: Request) -> int | None:
     return int(value)
 
 
-def newest_first_param(request: Request) -> bool:
-    """`order` of GET /jobs: "oldest" (creation order, the default) or "newest" first; the
-    cursor then pages on towards older jobs."""
+def ended_cursor_param(request: Request) -> tuple[int | None, int | None]:
+    """The cursor of GET /jobs?order=ended: the `next_cursor` of the page before, END.SEQ
+    (a bare SEQ is taken too: the page then goes on from where that job ended)."""
+    value = request.query_params.get("cursor")
+    if value is None:
+        return None, None
+    end, dot, seq = value.partition(".")
+    parts = (end, seq) if dot else (seq or end,)
+    if not all(p.isascii() and p.lstrip("-").isdigit() and len(p) <= 20 for p in parts):
+        raise HttpError(422, "cursor must be a next_cursor from an earlier page", "cursor")
+    return (int(seq), int(end)) if dot else (int(end), None)
+
+
+@dataclass(frozen=True, slots=True)
+class Order:
+    newest_first: bool
+    by_end: bool
+
+
+def order_param(request: Request) -> Order:
+    """`order` of GET /jobs: "oldest" (creation order, the default), "newest" first, or
+    "ended": the jobs that have ended, the latest to end first (dead letters by time of
+    death). A cursor pages on in the same order."""
     value = request.query_params.get("order", "oldest")
-    if value not in ("oldest", "newest"):
-        raise HttpError(422, "order must be 'oldest' or 'newest'", "order")
-    return value == "newest"
+    if value not in ("oldest", "newest", "ended"):
+        raise HttpError(422, "order must be 'oldest', 'newest' or 'ended'", "order")
+    return Order(newest_first=value != "oldest", by_end=value == "ended")

@@ -178,8 +178,8 @@ def _settle(item: _Waiting, result: SubmitResult | None, error: Exception | None
             return
         if error is not None:
             item.future.set_exception(error)
-        else:
-            item.future.set_result(result)  # type: ignore[arg-type]
+        elif result is not None:
+            item.future.set_result(result)
 
     with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits for the answer
         item.loop.call_soon_threadsafe(answer)

@@ -108,6 +108,7 @@ class LimitedProtocol(HttpToolsProtocol):
 
     # Connections in and out
 
+    # uvicorn's protocol narrows BaseProtocol's BaseTransport to Transport, as this does.
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         peer = self.client[0] if self.client else ""

@@ -11,7 +11,9 @@ from .base import (
     Admission,
     BulkEnqueueResult,
     ChangeFeed,
+    ClaimRequest,
     DuplicateJobError,
+    DuplicateScheduleError,
     EnqueueResult,
     Exchange,
     ForeignDatabaseError,
@@ -19,6 +21,7 @@ from .base import (
     MetricsSnapshot,
     OutputAppend,
     QueueStats,
+    ScheduleSync,
     Settlement,
     SettleResult,
     Store,
@@ -29,6 +32,7 @@ from .base import (
     SubmitResult,
     Submitted,
 )
+from .dependencies import UnknownParent
 from .options import StoreOptions
 from .sqlite import SQLiteStore
 
@@ -78,7 +82,9 @@ __all__ = [
     "Admission",
     "BulkEnqueueResult",
     "ChangeFeed",
+    "ClaimRequest",
     "DuplicateJobError",
+    "DuplicateScheduleError",
     "EnqueueResult",
     "Exchange",
     "ForeignDatabaseError",
@@ -87,6 +93,7 @@ __all__ = [
     "OutputAppend",
     "QueueStats",
     "SQLiteStore",
+    "ScheduleSync",
     "SettleResult",
     "Settlement",
     "Store",
@@ -97,5 +104,6 @@ __all__ = [
     "StoreWaitingError",
     "SubmitResult",
     "Submitted",
+    "UnknownParent",
     "open_store",
 ]

@@ -8,10 +8,8 @@ from collections.abc import Callable, Iterable, Sequence
 
 from ..models import Job, JobSpec, Operator
 from .base import Admission, DuplicateJobError, EnqueueResult, SubmitResult, Submitted
-
-# One row of a backend's record_action statement: at, face, actor, host, action, subject,
-# touched.
-AuditRow = tuple[int, str, str, str, str, str, int]
+from .dependencies import UnknownParent
+from .rows import audit_row
 
 
 class Room:
@@ -107,6 +105,9 @@ def submit_each(
         except DuplicateJobError as error:
             results.append(SubmitResult(Submitted.DUPLICATE_ID, None, str(error)))
             continue
+        except UnknownParent as error:
+            results.append(SubmitResult(Submitted.UNKNOWN_PARENT, None, str(error)))
+            continue
         if not created.created:  # another transaction took the key meanwhile: that job
             results.append(SubmitResult(Submitted.EXISTING, created.job))
             continue
@@ -117,23 +118,47 @@ def submit_each(
 
 def audit_rows(
     results: Sequence[SubmitResult], submitters: Sequence[Operator], now: int
-) -> list[AuditRow]:
+) -> list[dict[str, object]]:
     """The audit line of each job created, naming who submitted it (never its command or
     payload, which may hold secrets)."""
-    rows: list[AuditRow] = []
+    rows: list[dict[str, object]] = []
     for result, who in zip(results, submitters, strict=False):
         job = result.job
         if result.status is Submitted.CREATED and job is not None:
             kind = f"type {job.job_type}" if job.job_type else "a command"
             subject = f"{job.id} ({kind}) to queue {job.queue}"
-            rows.append((now, who.face, who.actor, who.host, "submit", subject, 1))
+            rows.append(audit_row(who.action("submit", subject), 1, now))
     return rows
+
+
+def insert_params(spec: JobSpec, default_max_retries: int, now: int) -> dict[str, object]:
+    """A new job's parameters for each backend's insert_job statement."""
+    return dict(zip(INSERT_COLUMNS, insert_values(spec, default_max_retries, now), strict=True))
+
+
+# The columns of a new job, in the order of insert_values (PostgreSQL's COPY takes them so).
+INSERT_COLUMNS = (
+    "id",
+    "command",
+    "priority",
+    "run_at",
+    "max_retries",
+    "timeout",
+    "idempotency_key",
+    "created_at",
+    "updated_at",
+    "queue",
+    "job_type",
+    "payload",
+    "cwd",
+    "env",
+)
 
 
 def insert_values(spec: JobSpec, default_max_retries: int, now: int) -> tuple[object, ...]:
     """A new job's values in the order of each backend's insert_job statement: id, command,
     priority, run_at, max_retries, timeout, idempotency_key, created_at, updated_at, queue,
-    job_type, payload."""
+    job_type, payload, cwd, env."""
     return (
         spec.id,
         spec.command,
@@ -147,4 +172,6 @@ def insert_values(spec: JobSpec, default_max_retries: int, now: int) -> tuple[ob
         spec.queue,
         spec.job_type,
         spec.payload,
+        spec.cwd,
+        spec.env,
     )

@@ -17,6 +17,7 @@ from ..models import (
     Attempt,
     AuditEntry,
     Job,
+    JobLinks,
     JobSpec,
     JobState,
     Operator,
@@ -24,10 +25,12 @@ from ..models import (
     OutputChunk,
     QueueCounts,
     QueueInfo,
+    StopKind,
     Worker,
     WorkerStatus,
 )
 from ..query import JobQuery
+from ..schedules import Schedule
 from ..timeutil import now_ms
 
 
@@ -64,6 +67,22 @@ class DuplicateJobError(Conflict):
     def __init__(self, job_id: str) -> None:
         super().__init__(f"a job with id '{job_id}' already exists")
         self.job_id = job_id
+
+
+class DuplicateScheduleError(Conflict):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"a schedule named '{name}' already exists")
+        self.name = name
+
+
+@dataclass(slots=True)
+class ScheduleSync:
+    """What keeping the config file's schedules in step changed, by name."""
+
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)  # held by another origin: left alone
 
 
 class StoreBusyError(StoreError):
@@ -116,6 +135,7 @@ class Submitted(enum.Enum):
     DUPLICATE_ID = "duplicate_id"  # another job has its id: nothing created
     REJECTED = "rejected"  # the queue is full (Admission): nothing created
     NEW_QUEUE_REFUSED = "new_queue_refused"  # it names a queue that would be one too many
+    UNKNOWN_PARENT = "unknown_parent"  # it runs after a job that does not exist: nothing created
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +181,20 @@ class SettleResult:
 
 
 @dataclass(frozen=True, slots=True)
+class ClaimRequest:
+    """What a pool asks of one exchange: record `settlements` (runs that ended), then claim a
+    job for each of `claimants` (its free workers, in order) from `queues` (None: any), as
+    pool process `pid` at `now`; failed runs are retried by `policy`."""
+
+    settlements: Sequence[Settlement]
+    claimants: Sequence[str]
+    pid: int
+    now: int
+    policy: RetryPolicy
+    queues: Sequence[str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Exchange:
     """What one settle-and-claim transaction did."""
 
@@ -178,6 +212,8 @@ class CancelResult:
 class RetryResult:
     fresh: list[str]  # dead or cancelled: pending again with a fresh retry budget
     ready: list[str]  # failed and waiting out a backoff: ready now, attempts kept
+    # Not retried, each with why: a job it runs after ended without completing.
+    blocked: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -326,6 +362,11 @@ class Store(ABC):
         """The attempt history of one job, oldest first."""
 
     @abstractmethod
+    def job_links(self, job_id: str, children: int = 1000) -> JobLinks:
+        """The jobs `job_id` runs after, as given, and up to `children` of those that run
+        after it, oldest first."""
+
+    @abstractmethod
     def append_output(self, appends: Sequence[OutputAppend]) -> None:
         """Keep live output of running jobs, in one transaction that does not wait for the
         disk (the result that follows it does). A piece whose job is no longer running that
@@ -350,22 +391,38 @@ class Store(ABC):
     def list_jobs(
         self,
         state: JobState | None = None,
+        *,
         limit: int = 50,
         after_seq: int | None = None,
         newest_first: bool = False,
         search: str | None = None,
         queue: str | None = None,
         query: JobQuery | None = None,
+        by_end: bool = False,
+        after_end: int | None = None,
     ) -> list[Job]:
         """One keyset page of jobs in creation order (or newest first).
 
         `after_seq` is the `seq` of the last job of the previous page; `search` matches a
         part of the id, the command or the last error; `queue` keeps that queue's jobs only;
-        `query` (query.py) adds its qualifiers and free text."""
+        `query` (query.py) adds its qualifiers and free text; `by_end` orders the jobs that
+        have ended by when they did (dead letters by time of death) instead, a page going on
+        from `after_end` and `after_seq` (the last job's end and seq) if the end is given,
+        else from where the job `after_seq` ended now."""
 
     @abstractmethod
     def count_jobs(self, query: JobQuery) -> int:
-        """How many jobs match the query (a scan, unless its qualifiers narrow it)."""
+        """How many jobs match the query (a scan, unless its qualifiers or the text index
+        narrow it)."""
+
+    @abstractmethod
+    def text_index(self) -> bool:
+        """Whether free text is searched through a trigram index (`set_text_index`)."""
+
+    @abstractmethod
+    def set_text_index(self, on: bool) -> None:
+        """Build the trigram index of every job's id, command and last error, kept from then
+        on by every writer, or drop it. Building reads every job once."""
 
     @abstractmethod
     def counts(self, queue: str | None = None) -> dict[JobState, int]:
@@ -483,15 +540,7 @@ class Store(ABC):
 
     # -- the engine's protocol ------------------------------------------------------------------
     @abstractmethod
-    def exchange(
-        self,
-        settlements: Sequence[Settlement],
-        claimants: Sequence[str],
-        pid: int,
-        now: int,
-        policy: RetryPolicy,
-        queues: Sequence[str] | None = None,
-    ) -> Exchange:
+    def exchange(self, request: ClaimRequest) -> Exchange:
         """One transaction: record each run's result (fenced by owner and run), then take the
         best eligible job for each worker in `claimants`, in order, while jobs are eligible.
         Eligible: due, of one of `queues` (any queue for None), not paused, and not beyond
@@ -500,13 +549,16 @@ class Store(ABC):
 
     def claim(self, worker_id: str, pid: int, now: int) -> Job | None:
         """Atomically take the best eligible job for this worker, or None."""
-        return self.exchange([], [worker_id], pid, now, RetryPolicy()).claimed.get(worker_id)
+        request = ClaimRequest([], [worker_id], pid, now, RetryPolicy())
+        return self.exchange(request).claimed.get(worker_id)
 
     def settle(self, settlement: Settlement, policy: RetryPolicy) -> SettleResult:
         """Record one run's result, fenced by owner and run."""
         job = settlement.job
-        done = self.exchange([settlement], [], job.worker_pid or 0, settlement.finished_at, policy)
-        return done.settled[0]
+        at = settlement.finished_at
+        return self.exchange(
+            ClaimRequest([settlement], [], job.worker_pid or 0, at, policy)
+        ).settled[0]
 
     @abstractmethod
     def has_due_work(self, now: int, queues: Sequence[str] | None = None) -> bool:
@@ -559,15 +611,79 @@ class Store(ABC):
         """Forget stopped and lost workers that ended before the given time."""
 
     @abstractmethod
-    def request_stop(self, now: int) -> list[Worker]:
-        """Ask every pool running now to stop gracefully. Returns the workers that were active
-        when the request was recorded (read in the same transaction): exactly the pools that
-        will see it, whichever way a pool's registration races with it."""
+    def request_stop(
+        self, now: int, pool_id: str | None = None, forced: bool = False
+    ) -> list[Worker]:
+        """Ask every pool running now (or the one `pool_id` names) to stop: gracefully, or
+        `forced`, cancelling its running jobs. Returns the workers that were active when the
+        request was recorded (read in the same transaction), of that pool if one was named:
+        exactly the workers that will see it, whichever way a pool's registration races
+        with it."""
 
     @abstractmethod
-    def stop_requested_after(self, request_id: int) -> bool:
-        """True if a stop was requested after the request with this id."""
+    def stop_requested_after(self, request_id: int, pool_id: str) -> StopKind | None:
+        """The strongest stop asked of this pool (for it, or for every pool) after the
+        request with this id; None if none was."""
 
     @abstractmethod
-    def stop_requested_since(self, since: int) -> bool:
-        """True if a stop was requested at or after `since` (a pool's start time)."""
+    def stop_requested_since(self, since: int, pool_id: str) -> StopKind | None:
+        """The strongest stop asked of this pool at or after `since` (its start time)."""
+
+    # -- schedules (schedules.py: what they are; the engine's ticker fires them) ---------------
+    @abstractmethod
+    def schedules(self) -> list[Schedule]:
+        """Every schedule, by name."""
+
+    @abstractmethod
+    def get_schedule(self, name: str) -> Schedule | None: ...
+
+    @abstractmethod
+    def add_schedule(self, schedule: Schedule, action: Action | None) -> None:
+        """Store a new schedule (DuplicateScheduleError if the name is taken), with `action`
+        in the audit trail in the same transaction."""
+
+    @abstractmethod
+    def remove_schedule(self, name: str, now: int, action: Action | None) -> bool:
+        """Remove a schedule (its jobs stay); False if there is none of that name."""
+
+    @abstractmethod
+    def set_schedule_paused(
+        self, name: str, paused: bool, next_at: int | None, now: int, action: Action | None
+    ) -> bool:
+        """Pause a schedule, or resume it from `next_at` (its next tick after now); False if
+        there is none of that name."""
+
+    @abstractmethod
+    def fire_schedule(
+        self,
+        name: str,
+        expected: int,
+        next_at: int | None,
+        specs: Sequence[JobSpec],
+        default_max_retries: int,
+        now: int,
+    ) -> list[Job] | None:
+        """In one transaction: move the schedule's next tick from `expected` on to `next_at`
+        (a compare-and-set: only if it is still `expected` and the schedule is not paused)
+        and insert the ticks' jobs as ordinary jobs of their queues. Returns the jobs made
+        (a tick whose job exists, found by its idempotency key, makes none), or None when
+        the compare-and-set failed and nothing changed."""
+
+    @abstractmethod
+    def run_schedule(
+        self,
+        name: str,
+        spec: JobSpec,
+        default_max_retries: int,
+        now: int,
+        action: Action | None,
+    ) -> Job | None:
+        """Make the schedule's job now, outside its ticks, recorded as its last job; None
+        (nothing made) if there is no schedule of that name."""
+
+    @abstractmethod
+    def sync_schedules(
+        self, declared: Sequence[Schedule], now: int, action: Action | None
+    ) -> ScheduleSync:
+        """Keep the schedules of the declared ones' origin (config) in step with them, in one
+        transaction: see schedule_rows.sync."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
+from ..lifecycle import FAILED_OUTCOMES
 from ..models import STATES, STORED_WORKER_STATUSES, JobState, Outcome, WorkerStatus
 from .base import Histogram, MetricsSnapshot, QueueStats
 
@@ -42,7 +43,7 @@ def per_minute(
 
 ABOVE_LAST_BOUND = -1  # a histogram's bucket above its last bound (le of +Inf)
 # Outcomes that count as failed attempts (cancelled and interrupted runs did not fail).
-FAILED_OUTCOME_NAMES = frozenset({"failed", "timeout", "lost"})
+FAILED_OUTCOME_NAMES = frozenset(outcome.value for outcome in FAILED_OUTCOMES)
 
 
 def attempt_figures(

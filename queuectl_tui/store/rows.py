@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from ..models import Attempt, AuditEntry, Job, OutputChunk, Worker
+from ..models import Action, Attempt, AuditEntry, Job, OutputChunk, Worker
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -40,13 +40,16 @@ class Connection(Protocol):
 class RowMap(Generic[D]):
     """Makes `cls` objects of the rows of statements that have a column named like each of its
     fields, in any order (other columns are left out). A field of an enum type gets the enum
-    of its value. Which column goes where is worked out from `cursor.description` the first
-    time a statement is run, and kept under the statement's text."""
+    of its value, a bool field True or False. Which column goes where is worked out from
+    `cursor.description` the first time a statement is run, and kept under the statement's
+    text."""
 
     def __init__(self, cls: type[D]) -> None:
         self._cls = cls
         self._fields = tuple(field.name for field in dataclasses.fields(cls))
-        self._enums: tuple[tuple[int, type[enum.Enum]], ...] | None = None  # at first use
+        self._enums: tuple[tuple[int, type[enum.Enum] | type[bool]], ...] | None = (
+            None  # at first use
+        )
         self._makers: dict[str, Callable[[Row], D]] = {}  # by statement
 
     def first(self, conn: Connection, sql: str, params: Params = ()) -> D | None:
@@ -90,7 +93,9 @@ class RowMap(Generic[D]):
             self._enums = tuple(
                 (place, hints[name])
                 for place, name in enumerate(self._fields)
-                if isinstance(hints[name], type) and issubclass(hints[name], enum.Enum)
+                if isinstance(hints[name], type)
+                # SQLite keeps a flag as 0 or 1: a bool field gets True or False
+                and (issubclass(hints[name], enum.Enum) or hints[name] is bool)
             )
         cls, enums = self._cls, self._enums
 
@@ -110,19 +115,21 @@ AUDIT = RowMap(AuditEntry)
 OUTPUT_CHUNKS = RowMap(OutputChunk)
 
 
-def worker_values(worker: Worker) -> tuple[object, ...]:
-    """A worker's row in the order of each backend's register_worker statement."""
-    return (
-        worker.id,
-        worker.pool_id,
-        worker.pid,
-        worker.host,
-        worker.status.value,
-        worker.started_at,
-        worker.last_heartbeat,
-        worker.stopped_at,
-        worker.current_job,
-        worker.jobs_done,
-        worker.jobs_failed,
-        worker.pid_namespace,
-    )
+def worker_values(worker: Worker) -> dict[str, object]:
+    """A worker's row: the parameters of each backend's register_worker statement."""
+    values = {field.name: getattr(worker, field.name) for field in dataclasses.fields(worker)}
+    values["status"] = worker.status.value
+    return values
+
+
+def audit_row(action: Action, touched: int, at: int) -> dict[str, object]:
+    """The parameters of each backend's record_action statement."""
+    return {
+        "at": at,
+        "face": action.face,
+        "actor": action.actor,
+        "host": action.host,
+        "action": action.action,
+        "subject": action.subject,
+        "touched": touched,
+    }

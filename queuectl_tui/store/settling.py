@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..error_groups import fingerprint
-from ..lifecycle import FAILED_OUTCOMES
+from ..lifecycle import FAILED_OUTCOMES, RetryPolicy, Transition, after_attempt
 from ..models import Job, JobState, Outcome
 from .base import Settlement, SettleResult
 
@@ -41,3 +41,33 @@ def error_group(settlement: Settlement, state: JobState) -> str | None:
     if state not in (JobState.FAILED, JobState.DEAD):
         return None
     return fingerprint(settlement.error, settlement.output)
+
+
+def step_after(
+    settlement: Settlement, fenced: tuple[int, int, int, object], policy: RetryPolicy
+) -> Transition:
+    """Where the job of a run that did not complete goes, by the lifecycle's rule: `fenced` is
+    what its row held under the fence (its run_at when claimed, the attempts spent, its
+    max_retries, and whether a cancel was asked)."""
+    scheduled_at, attempts, max_retries, cancel_requested = fenced
+    return after_attempt(
+        settlement.outcome,
+        attempts=attempts,
+        max_retries=max_retries,
+        scheduled_at=scheduled_at,
+        now=settlement.finished_at,
+        policy=policy,
+        cancel_requested=bool(cancel_requested),
+    )
+
+
+def lost_run(job: Job, now: int) -> Settlement:
+    """The run of a job whose worker died or vanished, as recovery settles it at `now`."""
+    return Settlement(
+        job=job,
+        outcome=Outcome.LOST,
+        exit_code=None,
+        output="",
+        error=f"worker {job.worker_id} (pid {job.worker_pid}) was lost mid-job",
+        finished_at=now,
+    )

@@ -38,6 +38,7 @@ STATE_TABS = ("all", *(state.value for state in STATE_ORDER))
 
 GLOBAL = "Anywhere"
 TABLES = "Jobs and dead letters"
+SCHEDULES = "Schedules"
 
 ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("question_mark", "help", "Help", "Show every key", GLOBAL, key_display="?"),
@@ -143,7 +144,18 @@ ACTIONS: tuple[ActionSpec, ...] = (
         "x",
         "stop_pools",
         "Stop pools",
-        "Ask every worker pool to stop (asks first)",
+        "Ask every worker pool (on the Workers pane: the selected worker's) to stop once its "
+        "jobs in flight finish (asks first)",
+        GLOBAL,
+        mutating=True,
+        footer=False,
+    ),
+    ActionSpec(
+        "X",
+        "force_stop_pools",
+        "Force stop",
+        "As x, but the running commands are stopped now and their jobs go back to waiting "
+        "(asks first)",
         GLOBAL,
         mutating=True,
         footer=False,
@@ -175,6 +187,37 @@ ACTIONS: tuple[ActionSpec, ...] = (
         "d", "show_pane('dead')", "Dead letters", "Show the dead letter queue", GLOBAL, footer=False
     ),
     ActionSpec("u", "show_pane('queues')", "Queues", "Show the queues pane", GLOBAL, footer=False),
+    ActionSpec(
+        "t", "show_pane('schedules')", "Schedules", "Show the schedules pane", GLOBAL, footer=False
+    ),
+    # On the Schedules pane P pauses the selected schedule (elsewhere it pauses a queue).
+    ActionSpec(
+        "P",
+        "toggle_schedule",
+        "Pause schedule",
+        "Pause or resume the selected schedule",
+        SCHEDULES,
+        mutating=True,
+        footer=False,
+    ),
+    ActionSpec(
+        "N",
+        "run_schedule",
+        "Run now",
+        "Make one job of the selected schedule now, outside its ticks",
+        SCHEDULES,
+        mutating=True,
+        footer=False,
+    ),
+    ActionSpec(
+        "enter",
+        "open_last_job",
+        "Open last job",
+        "Open the selected schedule's last job",
+        SCHEDULES,
+        "Enter",
+        footer=False,
+    ),
     ActionSpec(
         "e",
         "error_groups",
@@ -230,6 +273,8 @@ MUTATING = frozenset(spec.name for spec in ACTIONS if spec.mutating)
 NAMES = frozenset(spec.name for spec in ACTIONS)
 # About a table of jobs: refused on the Workers pane.
 TABLE_ACTIONS = frozenset(spec.name for spec in ACTIONS if spec.section == TABLES)
+# About a schedule: allowed on the Schedules pane only.
+SCHEDULE_ACTIONS = frozenset(spec.name for spec in ACTIONS if spec.section == SCHEDULES)
 # About a queue: allowed on the Queues pane too.
 QUEUE_ACTIONS = frozenset({"toggle_queue", "limit_queue"})
 # Keys that are text: while an input has the focus they are typed into it, not run.

@@ -15,8 +15,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
-from functools import partial
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import events, on, work
@@ -39,8 +38,10 @@ from ..store import Store, StoreCorrupt, StoreError
 from . import actions
 from .data import Pane, Snapshot, ViewRequest, read_snapshot
 from .job_control import JobControl
+from .key_order import KeyOrder
 from .marks import Marks
 from .operations import QueueOperations
+from .schedule_control import ScheduleControl
 from .screens.dialog import Dialog
 from .screens.error_groups import ErrorGroupsScreen
 from .screens.help import HelpScreen, Section
@@ -50,6 +51,7 @@ from .widgets.dead_table import DeadTable
 from .widgets.jobs_table import JobsTable
 from .widgets.keyed_table import KeyedTable
 from .widgets.queues_table import QueuesTable
+from .widgets.schedules_table import SchedulesTable
 from .widgets.summary import SummaryBar, SummaryData
 from .widgets.workers_table import WorkersTable
 
@@ -60,17 +62,16 @@ FULL_READ_EVERY_MS = 10_000  # throughput windows move with time even when nothi
 THROUGHPUT_EVERY_MS = 5_000  # per-minute rates: reading them at most this often is plenty
 FILTER_DELAY = 0.3
 QUIET_READ_EVERY = 5.0  # seconds between reads when the change feed reports nothing
-KEY_TIMEOUT = 1.0  # seconds: a key whose widget went away stops holding the keys after it
 # Keys that act on rows: pressed while a changed view's rows are read (a search that scans),
-# they wait for those rows, up to ROWS_WAIT seconds, rather than act on none.
+# they wait for those rows (key_order.ROWS_WAIT at most) rather than act on none.
 ROW_KEYS = frozenset({"enter", "r", "c", "D", "P", "space", "v", "asterisk"})
-ROWS_WAIT = 10.0
 STATE_TABS = actions.STATE_TABS
 PANE_TITLES = {
     Pane.JOBS: "Jobs",
     Pane.WORKERS: "Workers",
     Pane.DEAD: "Dead letters",
     Pane.QUEUES: "Queues",
+    Pane.SCHEDULES: "Schedules",
 }
 # Actions still allowed while a job's detail is open (modal dialogs allow none).
 COUNT_EVERY_S = 5.0  # seconds between counts of a search's matches while it is shown
@@ -82,12 +83,16 @@ class QueueChanged(Message):
     """Something committed to the queue (posted from the change listener's thread)."""
 
 
+def _same_text(a: object, b: Text) -> bool:
+    return isinstance(a, Text) and a.plain == b.plain and a.spans == b.spans and a.style == b.style
+
+
 def _count_key(request: ViewRequest) -> tuple[object, ...]:
     """What a search's count depends on: not the page."""
     return (request.pane, request.job_state, request.queue, request.search)
 
 
-class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
+class QueueConsole(QueueOperations, JobControl, ScheduleControl, Marks, App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "queuectl"
     BINDINGS: ClassVar = [
@@ -122,6 +127,9 @@ class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
         self.search = ""
         self.queue_filter: str | None = None  # chosen on the Queues pane with Enter
         self.paused = False
+        self._summary_bar = SummaryBar(settings.database, readonly, id="summary")
+        self._lines_shown: dict[Static, Text] = {}  # what each status line shows now
+        self._tab_labels: dict[str, Text] = {}  # and each tab (state tabs and panes)
         self.anchors: dict[Pane, list[int | None]] = {Pane.JOBS: [None], Pane.DEAD: [None]}
         self._pages_ahead: dict[Pane, int] = {Pane.JOBS: 0, Pane.DEAD: 0}  # ] pressed meanwhile
         self.snapshot: Snapshot | None = None
@@ -145,15 +153,11 @@ class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
         self._matches: tuple[tuple[object, ...], int] | None = None  # and what it found
         # A damaged database stops the console; the command then reports it (run_dashboard).
         self.fatal: StoreCorrupt | None = None
-        self._key_in_flight = 0  # the serial number of the key being followed; 0: none
-        self._key_serial = 0
-        self._held_keys: list[events.Key] = []
-        self._rows_due_until = 0.0  # monotonic: a changed view's rows are being read till then
-        self._replayed: events.Key | None = None  # the held key sent on to be routed now
+        self._keys = KeyOrder(self, super().on_event, self._key_target, self._acts_on_rows)
 
     # -- layout ---------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        yield SummaryBar(self.settings.database, self.readonly, id="summary")
+        yield self._summary_bar
         with Horizontal(id="filter-bar"):
             yield Label("Filter ", id="filter-label")
             yield Input(
@@ -180,6 +184,9 @@ class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
             with TabPane("Queues", id="queues"):
                 yield QueuesTable(id="queues-table")
                 yield Static("", id="queues-status", classes="status")
+            with TabPane("Schedules", id="schedules"):
+                yield SchedulesTable(id="schedules-table")
+                yield Static("", id="schedules-status", classes="status")
         yield Footer(compact=True)
 
     def on_resize(self, event: events.Resize) -> None:
@@ -208,71 +215,37 @@ class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
         self.reader.close()
         self.writer.close()
 
-    # -- keys, one at a time --------------------------------------------------------------------
+    # -- keys, one at a time (key_order.py) -------------------------------------------------------
     async def on_event(self, event: events.Event) -> None:
-        if not isinstance(event, events.Key) or event.is_forwarded:
-            await super().on_event(event)
-            return
-        if event is not self._replayed and (self.keys_pending or self._waits_for_rows(event)):
-            self._held_keys.append(event)  # routed once the keys (or rows) before it are in
-            return
-        self._replayed = None
-        await self._route_key(event)
-        if not self._key_in_flight:
-            self._replay_next()
+        await self._keys.on_event(event)
 
-    async def _route_key(self, event: events.Key) -> None:
+    def _key_target(self, event: events.Key) -> DOMNode | None:
         try:
             screen = self.screen
         except ScreenStackError:
-            return  # the console is shutting down
+            return None  # the console is shutting down
         if isinstance(screen, Dialog) and not screen.takes(event):
-            return  # pressed before the dialog could be read: not an answer to it
-        target = self.focused or screen
-        await super().on_event(event)
-        if event.is_forwarded:  # a widget's key (not a console action): follow it to the end
-            self._key_serial += 1
-            self._key_in_flight = self._key_serial
-            self.set_timer(KEY_TIMEOUT, partial(self._key_done, self._key_serial))
-            self._follow_key(target.ancestors_with_self, self._key_serial)
+            return None  # pressed before the dialog could be read: not an answer to it
+        return self.focused or screen
+
+    def _acts_on_rows(self, event: events.Key) -> bool:
+        if event.key not in ROW_KEYS:
+            return False
+        return not isinstance(self.focused, Input) and not isinstance(self.screen, ModalScreen)
 
     @property
     def keys_pending(self) -> bool:
         """True while a key is being handled, or keys wait for the one before them."""
-        return bool(self._key_in_flight or self._held_keys or self._replayed is not None)
+        return self._keys.pending
 
-    def _follow_key(self, path: list[DOMNode], key: int) -> None:
-        # A widget's key bubbles up to the app one message queue at a time: a callback queued
-        # behind it on each node in turn runs once every node has handled it.
-        while path:
-            node, path = path[0], path[1:]
-            if node.call_later(self._follow_key, path, key):
-                return
-        self._key_done(key)
+    def hold_row_keys(self) -> None:
+        """Keys that act on rows wait until `rows_in`: the rows, or the marks, they would act
+        on are being read."""
+        self._keys.hold_row_keys()
 
-    def _key_done(self, key: int) -> None:
-        if key != self._key_in_flight:
-            return  # done already, or given up on after KEY_TIMEOUT
-        self._key_in_flight = 0
-        self._replay_next()
-
-    def _waits_for_rows(self, event: events.Key) -> bool:
-        """A key that acts on rows, pressed while the rows of the view it acts on are read."""
-        if event.key not in ROW_KEYS or time.monotonic() >= self._rows_due_until:
-            return False
-        return not isinstance(self.focused, Input) and not isinstance(self.screen, ModalScreen)
-
-    def _rows_in(self) -> None:
+    def rows_in(self) -> None:
         """The rows of the view are shown (or will not come): the keys held for them go on."""
-        self._rows_due_until = 0.0
-        self._replay_next()
-
-    def _replay_next(self) -> None:
-        if self._held_keys and self._replayed is None:
-            if self._waits_for_rows(self._held_keys[0]):
-                return  # replayed when the rows are in
-            self._replayed = self._held_keys.pop(0)
-            self.post_message(self._replayed)
+        self._keys.rows_in()
 
     def focus_now(self, widget: Widget) -> None:
         """Focus `widget` before the next key is routed (Widget.focus waits for queued keys)."""
@@ -296,8 +269,9 @@ class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
 
     @property
     def live(self) -> bool:
-        """False once the console has started to shut down (its widgets may be gone)."""
-        return not self.closing and bool(self.query("#summary"))
+        """False once the console has started to shut down (its widgets may be gone: Textual
+        takes a screen's widgets away one by one before it stops the app's timers)."""
+        return self.is_running and not self.closing and self._summary_bar.is_attached
 
     @property
     def reading(self) -> bool:
@@ -306,7 +280,7 @@ class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
 
     @property
     def summary(self) -> SummaryBar:
-        return self.query_one("#summary", SummaryBar)
+        return self._summary_bar
 
     def table_for(self, pane: Pane) -> ColumnTable[Any]:
         return self.query_one(f"#{pane.value}-table", ColumnTable)
@@ -332,8 +306,7 @@ class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
         if pane.lists_jobs and self._shown.get(pane) != self.view_request():
             self._shown.pop(pane, None)
             self.table_for(pane).blank()
-            self._rows_due_until = time.monotonic() + ROWS_WAIT
-            self.set_timer(ROWS_WAIT, self._replay_next)  # the rows never came: go on
+            self.hold_row_keys()
             status = Text("loading…", style="dim")
             self.query_one(f"#{pane.value}-status", Static).update(status)
         self.poll(force=True)
@@ -342,9 +315,13 @@ class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
         self.post_message(QueueChanged())  # thread-safe: this runs in the listener's thread
 
     def on_queue_changed(self, _message: QueueChanged) -> None:
+        # The listener's news may arrive as the console closes, its screens already gone.
+        if not self.screen_stack:
+            return
         self.poll(changed=True)
-        if isinstance(self.screen, JobDetailScreen):
-            self.screen.load()
+        screen = self.screen_stack[-1]
+        if isinstance(screen, JobDetailScreen):
+            screen.load()
 
     def _read_held_change(self) -> None:
         self._held_change = None
@@ -443,7 +420,7 @@ class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
         if failed != self.summary.lost:
             # The counts shown are the last ones read: the bar says so while reads fail.
             self.summary.lost = failed
-            self.summary.refresh()
+            self.summary.redraw()
         # Automatic reads take at most a fifth of the time, however slow a read gets.
         self._next_read_at = time.monotonic() + 4 * took
         if snapshot is not None:
@@ -500,8 +477,8 @@ class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
             else:
                 table.select_first()
         self._shown[pane] = request
-        if self._rows_due_until:
-            self.call_after_refresh(self._rows_in)
+        if self._keys.rows_due:
+            self.call_after_refresh(self.rows_in)
         self._more[pane] = snapshot.more_jobs
         self.update_status(snapshot)
         if pane.lists_jobs and self._pages_ahead[pane]:
@@ -514,21 +491,28 @@ class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
             return
         now = self.clock()
         self.summary.show(self.summary.data, now, self.paused)
+        if self.paused:
+            return  # frozen: the rows stay as they were read, ages too
         table = self.table_for(self.pane)
         if self._shown.get(self.pane) is not None:
-            table.show(table.items, now)
+            table.retime(now)
 
     def update_tab_labels(self, snapshot: Snapshot) -> None:
         by_state = snapshot.counts.by_state
         tabs = self.query_one("#states", Tabs)
         total = snapshot.counts.total
-        # Narrow, the tabs leave their counts to the summary above them, so all seven fit.
+        # Narrow, the tabs leave their counts to the summary above them, and pad one side
+        # only, so that all eight fit in 80 columns.
         counted = self.size.width >= COUNTED_TABS_WIDTH
+        tabs.set_class(not counted, "-narrow")
         for index, name in enumerate(STATE_TABS, start=1):
             count = total if name == "all" else by_state.get(JobState(name), 0)
             tab = tabs.query_one(f"#state-{name}", Tab)
             shown = (f" {count:,}", "bold") if counted else ""
-            tab.label = Text.assemble((f"{index} ", "dim"), name, shown)
+            label = Text.assemble((f"{index} ", "dim"), name, shown)
+            if not _same_text(self._tab_labels.get(f"state-{name}"), label):  # a layout each
+                self._tab_labels[f"state-{name}"] = label
+                tab.label = label
         panes = self.query_one("#panes", TabbedContent)
         dead = by_state.get(JobState.DEAD, 0)
         labels = {
@@ -540,9 +524,12 @@ class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
                 ("d ", "dim"), "Dead letters", (f" {dead:,}", "bold red" if dead else "bold")
             ),
             Pane.QUEUES: Text.assemble(("u ", "dim"), "Queues"),
+            Pane.SCHEDULES: Text.assemble(("t ", "dim"), "Schedules"),
         }
         for pane, label in labels.items():
-            panes.get_tab(pane.value).label = label
+            if not _same_text(self._tab_labels.get(f"pane-{pane.value}"), label):
+                self._tab_labels[f"pane-{pane.value}"] = label
+                panes.get_tab(pane.value).label = label
 
     def update_status(self, snapshot: Snapshot) -> None:
         request = snapshot.request
@@ -567,6 +554,15 @@ class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
             status.append(f"{len(queues)} queue{'s' if len(queues) != 1 else ''}", style="bold")
             status.append(f" · {paused} paused", style="bold yellow" if paused else "dim")
             status.append(" · P pauses or resumes the selected queue", style="dim")
+        elif request.pane is Pane.SCHEDULES:
+            schedules = snapshot.schedules
+            paused = sum(1 for view in schedules if view.schedule.paused)
+            status.append(f"{len(schedules)} schedule{'s' if len(schedules) != 1 else ''}")
+            status.stylize("bold")
+            status.append(f" · {paused} paused", style="bold yellow" if paused else "dim")
+            status.append(" · P pause/resume · N run now · Enter its last job", style="dim")
+            if not schedules:
+                status.append(" · add one: queuectl schedule add", style="dim")
         else:
             page = request.page
             shown = len(snapshot.jobs)
@@ -604,7 +600,14 @@ class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
                 marked = Text(f"{len(self.marks):,} marked", style="bold black on cyan")
                 marked.append(" r c D act on them, Esc clears ", style="black on cyan")
                 status = Text.assemble(marked, " ", status, no_wrap=True, overflow="ellipsis")
-        self.query_one(f"#{request.pane.value}-status", Static).update(status)
+        self._update_if_changed(self.query_one(f"#{request.pane.value}-status", Static), status)
+
+    def _update_if_changed(self, widget: Static, text: Text) -> None:
+        """Update a line only when what it shows changed: each update lays the screen out."""
+        shown = self._lines_shown.get(widget)
+        if shown is None or not _same_text(shown, text):
+            self._lines_shown[widget] = text
+            widget.update(text)
 
     # -- permissions ----------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -621,6 +624,8 @@ class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
             return action in DETAIL_ACTIONS
         if isinstance(self.focused, Input) and action in actions.TYPED:
             return False  # the key is text for the input
+        if action in actions.SCHEDULE_ACTIONS:
+            return self.pane is Pane.SCHEDULES
         if not self.pane.lists_jobs and action in actions.TABLE_ACTIONS:
             return self.pane is Pane.QUEUES and action in actions.QUEUE_ACTIONS
         if action == "retry_all":  # "all shown": only where dead jobs are what is shown
@@ -637,6 +642,8 @@ class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
             await self.run_action(action)
         elif name == "retry_all":
             self.notify("Retry all works on dead jobs: open the dead letters (d) first.")
+        elif name in actions.SCHEDULE_ACTIONS:
+            self.notify("That acts on a schedule: open the schedules pane (t) first.")
         else:
             self.notify("That action is not available here.", severity="warning")
 
@@ -833,6 +840,10 @@ class QueueConsole(QueueOperations, JobControl, Marks, App[None]):
             if isinstance(queue, QueueInfo):
                 self.show_queue(queue.name)
             return
+        if event.data_table.id == "schedules-table":
+            event.stop()
+            self.action_open_last_job()
+            return
         if event.data_table.id == "workers-table":
             event.stop()
             worker = self.table_for(Pane.WORKERS).selected_item()
@@ -885,3 +896,10 @@ def run_dashboard(
     console.run()
     if console.fatal is not None:
         raise console.fatal
+
+
+if TYPE_CHECKING:
+    from .console_parts import Console
+
+    def _gives_its_parts_what_they_use(console: QueueConsole) -> Console:
+        return console  # mypy checks here that QueueConsole satisfies console_parts.Console

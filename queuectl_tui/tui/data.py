@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from .. import control, service
+from .. import control, schedule_ops, service
 from ..errors import InvalidInput
 from ..models import ACTIVE_WORKER_STATUSES, Job, JobState, QueueCounts, QueueInfo, Worker
 from ..store import Store
@@ -23,6 +23,7 @@ class Pane(str, Enum):
     WORKERS = "workers"
     DEAD = "dead"
     QUEUES = "queues"
+    SCHEDULES = "schedules"
 
     def __str__(self) -> str:
         return self.value
@@ -63,6 +64,7 @@ class Snapshot:
     more_jobs: bool = False  # there is a page after this one
     workers: list[Worker] = field(default_factory=list)
     queues: list[QueueInfo] = field(default_factory=list)
+    schedules: list[schedule_ops.ScheduleView] = field(default_factory=list)
     queue_counts: QueueCounts | None = None  # of the queue the jobs are filtered by
     exists: bool = True  # there is a queue at the location (else reads answer from none)
     matches: int | None = None  # jobs the search matches over every page (None: not counted)
@@ -76,6 +78,8 @@ class Snapshot:
             return self.workers
         if self.request.pane is Pane.QUEUES:
             return self.queues
+        if self.request.pane is Pane.SCHEDULES:
+            return self.schedules
         return self.jobs
 
 
@@ -102,9 +106,12 @@ def read_snapshot(
         snapshot.running_since = service.running_since(store)
     elif request.pane is Pane.QUEUES:
         snapshot.queues = control.queue_overview(store)
+    elif request.pane is Pane.SCHEDULES:
+        snapshot.schedules = schedule_ops.list_schedules(store)
     else:
         limit = request.page_size + 1  # one more says whether a next page exists
         jobs: list[Job] = []
+        by_end = request.pane is Pane.DEAD  # dead letters by time of death, the latest first
         if request.search:
             try:
                 found = service.search_jobs(
@@ -115,6 +122,7 @@ def read_snapshot(
                     state=request.job_state,
                     queue=request.queue,
                     count=count_matches,
+                    by_end=by_end,
                 )
             except InvalidInput as error:
                 snapshot.search_error = str(error)
@@ -123,7 +131,12 @@ def read_snapshot(
                 snapshot.matches = found.matches if count_matches else None
         else:
             jobs = service.find_jobs(
-                store, request.job_state, limit, after_seq=request.anchor, queue=request.queue
+                store,
+                request.job_state,
+                limit,
+                after_seq=request.anchor,
+                queue=request.queue,
+                by_end=by_end,
             )
         if request.queue is not None:
             snapshot.queue_counts = service.queue_status(store, request.queue)

@@ -15,7 +15,8 @@ from .. import control
 from ..display import printable
 from ..error_groups import ErrorGroup
 from ..errors import InvalidInput, NotFound
-from ..models import FINISHED_STATES, Job, JobState, QueueInfo
+from ..lifecycle import Effect, Operation, after_operator
+from ..models import Job, JobState, QueueInfo
 from ..store import StoreError
 from .data import Pane
 from .screens.confirm import ConfirmScreen
@@ -23,7 +24,7 @@ from .screens.prune import PruneChoice, PruneScreen
 from .screens.queue_limit import NO_LIMIT, QueueLimitScreen
 
 if TYPE_CHECKING:
-    from .app import QueueConsole
+    from .console_parts import Console
 
 
 def _name(job_id: str) -> str:
@@ -31,9 +32,9 @@ def _name(job_id: str) -> str:
 
 
 class JobControl:
-    """Mixed into QueueConsole (see QueueOperations for why each `self` is the console)."""
+    """Mixed into QueueConsole: each method's `self` is a console_parts.Console."""
 
-    def _selected_for(self: QueueConsole, what: str) -> Job | None:  # type: ignore[misc]
+    def _selected_for(self: Console, what: str) -> Job | None:
         if self.refuse_readonly():
             return None
         job = self.selected_job()
@@ -42,7 +43,7 @@ class JobControl:
         return job
 
     # -- cancel ---------------------------------------------------------------------------------
-    def action_cancel_selected(self: QueueConsole) -> None:  # type: ignore[misc]
+    def action_cancel_selected(self: Console) -> None:
         if self.marks and not self.refuse_readonly():
             self.ask_about_marked("cancel")
             return
@@ -50,15 +51,16 @@ class JobControl:
         if job is not None:
             self.ask_cancel(job)
 
-    def ask_cancel(self: QueueConsole, job: Job) -> None:  # type: ignore[misc]
-        if job.state in FINISHED_STATES:
+    def ask_cancel(self: Console, job: Job) -> None:
+        effect = after_operator(job.state, Operation.CANCEL).effect
+        if effect is Effect.REFUSED:
             self.notify(
                 f"Job {_name(job.id)} is {job.state.value}; there is nothing to cancel.",
                 severity="warning",
                 markup=False,
             )
             return
-        if job.state is JobState.PROCESSING:
+        if effect is Effect.REQUESTED:
             message = Text(
                 "It is running: its pool stops every process of the run within a second, and "
                 "the job ends cancelled, not retried."
@@ -76,7 +78,7 @@ class JobControl:
         self.push_screen(dialog, answered)
 
     @work(thread=True, group="write")
-    def cancel_jobs(self: QueueConsole, job_ids: list[str]) -> None:
+    def cancel_jobs(self: Console, job_ids: list[str]) -> None:
         try:
             report = control.cancel_jobs(self.writer, job_ids, self.operator)
         except StoreError as error:
@@ -91,14 +93,14 @@ class JobControl:
         self.tell_done(message)
 
     # -- delete ---------------------------------------------------------------------------------
-    def action_delete_selected(self: QueueConsole) -> None:  # type: ignore[misc]
+    def action_delete_selected(self: Console) -> None:
         if self.marks and not self.refuse_readonly():
             self.ask_about_marked("delete")
             return
         job = self._selected_for("delete")
         if job is None:
             return
-        if job.state is JobState.PROCESSING:
+        if after_operator(job.state, Operation.DELETE).effect is Effect.REFUSED:
             self.notify(
                 f"Job {_name(job.id)} is running; cancel it first (c), then delete it.",
                 severity="warning",
@@ -117,7 +119,7 @@ class JobControl:
         self.push_screen(ConfirmScreen(title, message, "Delete"), answered)
 
     @work(thread=True, group="write")
-    def delete_jobs(self: QueueConsole, job_ids: list[str]) -> None:
+    def delete_jobs(self: Console, job_ids: list[str]) -> None:
         try:
             report = control.delete_jobs(self.writer, job_ids, self.operator)
         except StoreError as error:
@@ -130,14 +132,14 @@ class JobControl:
         self.tell_done(message)
 
     # -- retry ----------------------------------------------------------------------------------
-    def action_retry_selected(self: QueueConsole) -> None:  # type: ignore[misc]
+    def action_retry_selected(self: Console) -> None:
         if self.marks and not self.refuse_readonly():
             self.ask_about_marked("retry")
             return
         job = self._selected_for("retry")
         if job is None:
             return
-        if job.state not in (JobState.DEAD, JobState.CANCELLED, JobState.FAILED):
+        if after_operator(job.state, Operation.RETRY).effect is Effect.REFUSED:
             self.notify(
                 f"Job {_name(job.id)} is {job.state.value}; only dead, cancelled and failed "
                 "jobs are retried.",
@@ -147,9 +149,9 @@ class JobControl:
             return
         self.ask_retry(job)
 
-    def ask_retry(self: QueueConsole, job: Job) -> None:  # type: ignore[misc]
+    def ask_retry(self: Console, job: Job) -> None:
         """Ask, naming the job and what a retry does to it, then retry it."""
-        if job.state is JobState.FAILED:
+        if after_operator(job.state, Operation.RETRY).effect is Effect.RUN_NOW:
             message = Text(
                 f"It waits out its backoff ({job.attempts} of {job.max_retries + 1} attempts "
                 "spent): it runs now, its attempts kept."
@@ -169,7 +171,7 @@ class JobControl:
         self.push_screen(ConfirmScreen(f"Retry job {_name(job.id)}?", message, label), answered)
 
     @work(thread=True, group="write")
-    def retry_now(self: QueueConsole, job_ids: list[str], was: JobState) -> None:
+    def retry_now(self: Console, job_ids: list[str], was: JobState) -> None:
         try:
             report = control.retry_jobs(self.writer, job_ids, self.operator)
         except StoreError as error:
@@ -184,7 +186,7 @@ class JobControl:
         self.tell_done(message)
 
     # -- error groups -------------------------------------------------------------------------
-    def ask_retry_group(self: QueueConsole, group: ErrorGroup) -> None:  # type: ignore[misc]
+    def ask_retry_group(self: Console, group: ErrorGroup) -> None:
         jobs = f"{group.count:,} dead job{'s' * (group.count != 1)}"
         message = Text(f"They failed with: {printable(group.fingerprint)}\n", style="")
         message.append("They go back to pending with a fresh retry budget.", style="dim")
@@ -195,7 +197,7 @@ class JobControl:
 
         self.push_screen(ConfirmScreen(f"Retry the group's {jobs}?", message, "Retry"), answered)
 
-    def ask_delete_group(self: QueueConsole, group: ErrorGroup) -> None:  # type: ignore[misc]
+    def ask_delete_group(self: Console, group: ErrorGroup) -> None:
         jobs = f"{group.count:,} dead job{'s' * (group.count != 1)}"
         message = Text(f"They failed with: {printable(group.fingerprint)}\n")
         message.append("They go with their attempts and output. ")
@@ -208,7 +210,7 @@ class JobControl:
         self.push_screen(ConfirmScreen(f"Delete the group's {jobs}?", message, "Delete"), answered)
 
     @work(thread=True, group="write")
-    def act_on_group(self: QueueConsole, what: str, group: ErrorGroup) -> None:
+    def act_on_group(self: Console, what: str, group: ErrorGroup) -> None:
         call = control.retry_group if what == "retry" else control.delete_group
         try:
             report = call(self.writer, group.fingerprint, self.operator)
@@ -219,7 +221,7 @@ class JobControl:
         self.tell_done(f"{verb} {len(report.done):,} dead jobs of the group.")
 
     # -- the selected job's queue -------------------------------------------------------------
-    def action_toggle_queue(self: QueueConsole) -> None:  # type: ignore[misc]
+    def action_toggle_queue(self: Console) -> None:
         if self.pane is Pane.QUEUES:
             if self.refuse_readonly():
                 return
@@ -234,7 +236,7 @@ class JobControl:
             self.ask_about_queue(job.queue)
 
     @work(thread=True, group="read-once")
-    def ask_about_queue(self: QueueConsole, name: str) -> None:
+    def ask_about_queue(self: Console, name: str) -> None:
         try:
             queues = {queue.name: queue for queue in control.queue_overview(self.reader)}
         except StoreError as error:
@@ -248,7 +250,7 @@ class JobControl:
             queue.waiting if queue else 0,
         )
 
-    def confirm_queue_toggle(self: QueueConsole, name: str, paused: bool, waiting: int) -> None:  # type: ignore[misc]
+    def confirm_queue_toggle(self: Console, name: str, paused: bool, waiting: int) -> None:
         shown = printable(name, single_line=True)
         jobs = f"{waiting:,} waiting job{'s' * (waiting != 1)}"
         if paused:
@@ -267,7 +269,7 @@ class JobControl:
 
         self.push_screen(ConfirmScreen(title, message, label), answered)
 
-    def action_limit_queue(self: QueueConsole) -> None:  # type: ignore[misc]
+    def action_limit_queue(self: Console) -> None:
         if self.refuse_readonly():
             return
         queue = self.table_for(Pane.QUEUES).selected_item() if self.pane is Pane.QUEUES else None
@@ -283,7 +285,7 @@ class JobControl:
         self.push_screen(QueueLimitScreen(name, queue.max_running), chosen)
 
     @work(thread=True, group="write")
-    def set_queue_limit(self: QueueConsole, name: str, limit: int | None) -> None:
+    def set_queue_limit(self: Console, name: str, limit: int | None) -> None:
         try:
             control.set_limit(self.writer, name, limit, self.operator)
         except (StoreError, InvalidInput) as error:
@@ -294,7 +296,7 @@ class JobControl:
         self.tell_done(f"Queue {shown} {words}.")
 
     # -- prune ----------------------------------------------------------------------------------
-    def action_prune(self: QueueConsole) -> None:  # type: ignore[misc]
+    def action_prune(self: Console) -> None:
         if self.refuse_readonly():
             return
 
@@ -314,7 +316,7 @@ class JobControl:
         self.push_screen(PruneScreen(self.clock), chosen)
 
     @work(thread=True, group="read-once")
-    def count_prunable(self: QueueConsole, dialog: ConfirmScreen, choice: PruneChoice) -> None:
+    def count_prunable(self: Console, dialog: ConfirmScreen, choice: PruneChoice) -> None:
         try:
             count = control.prune(
                 self.reader, choice.states, 0, None, dry_run=True, before=choice.before
@@ -325,9 +327,7 @@ class JobControl:
             return
         self.deliver(self.ask_prune, dialog, choice, count)
 
-    def ask_prune(  # type: ignore[misc]
-        self: QueueConsole, dialog: ConfirmScreen, choice: PruneChoice, count: int
-    ) -> None:
+    def ask_prune(self: Console, dialog: ConfirmScreen, choice: PruneChoice, count: int) -> None:
         if not dialog.is_attached:
             return  # answered no while counting
         names = " or ".join(state.value for state in choice.states)
@@ -344,7 +344,7 @@ class JobControl:
         dialog.ask(f"Prune {count:,} {noun}?", message, f"Prune {count:,}")
 
     @work(thread=True, group="write")
-    def prune_jobs(self: QueueConsole, choice: PruneChoice) -> None:
+    def prune_jobs(self: Console, choice: PruneChoice) -> None:
         try:
             removed = control.prune(
                 self.writer, choice.states, 0, self.operator, before=choice.before
@@ -356,7 +356,7 @@ class JobControl:
         self.tell_done(f"Removed {removed:,} finished {noun}.")
 
     @work(thread=True, group="write")
-    def set_queue_paused(self: QueueConsole, name: str, paused: bool) -> None:
+    def set_queue_paused(self: Console, name: str, paused: bool) -> None:
         try:
             control.set_paused(self.writer, name, paused, self.operator)
         except StoreError as error:

@@ -11,12 +11,13 @@ from rich.text import Text
 from textual import work
 
 from .. import control
+from ..errors import InvalidInput
 from ..store import StoreError
 from .data import Pane
 from .screens.confirm import ConfirmScreen
 
 if TYPE_CHECKING:
-    from .app import QueueConsole
+    from .console_parts import Console
 
 # Marks kept at most: every matching job of a huge queue is a delete by filter's job (CLI).
 MAX_MARKS = 100_000
@@ -27,7 +28,7 @@ def _jobs(count: int) -> str:
 
 
 class Marks:
-    """Mixed into QueueConsole (see QueueOperations for why each `self` is the console)."""
+    """Mixed into QueueConsole: each method's `self` is a console_parts.Console."""
 
     marks: dict[str, None]  # the marked ids, in the order they were marked
     _mark_anchor: str | None  # the row marked last: a range runs from it
@@ -36,7 +37,7 @@ class Marks:
         self.marks = {}
         self._mark_anchor = None
 
-    def marks_changed(self: QueueConsole) -> None:  # type: ignore[misc]
+    def marks_changed(self: Console) -> None:
         for pane in (Pane.JOBS, Pane.DEAD):
             table = self.table_for(pane)
             table.show(table.items, self.clock())
@@ -44,7 +45,7 @@ class Marks:
             self.update_status(self.snapshot)
         self.refresh_bindings()
 
-    def action_toggle_mark(self: QueueConsole) -> None:  # type: ignore[misc]
+    def action_toggle_mark(self: Console) -> None:
         job = self.selected_job()
         if job is None:
             return
@@ -56,7 +57,7 @@ class Marks:
         self.marks_changed()
         self.table_for(self.pane).action_cursor_down()
 
-    def action_mark_range(self: QueueConsole) -> None:  # type: ignore[misc]
+    def action_mark_range(self: Console) -> None:
         """Mark every row from the one marked last to the selected one (this page)."""
         table = self.table_for(self.pane)
         job = self.selected_job()
@@ -71,28 +72,30 @@ class Marks:
         self._mark_anchor = job.id
         self.marks_changed()
 
-    def action_mark_matching(self: QueueConsole) -> None:  # type: ignore[misc]
+    def action_mark_matching(self: Console) -> None:
         """Mark every job the view shows, over every page: its state tab, queue and filter."""
         if self.pane.lists_jobs:
+            self.hold_row_keys()  # `* D` deletes what `*` marks, never the selected row
             self.mark_matching()
 
     @work(thread=True, exclusive=True, group="marks")
-    def mark_matching(self: QueueConsole) -> None:
+    def mark_matching(self: Console) -> None:
         request = self.view_request()
         try:
             ids = control.matching_ids(
                 self.reader, request.job_state, request.queue, request.search or None
             )
-        except StoreError as error:
+        except (StoreError, InvalidInput) as error:
             self.tell_error(error)
+            self.deliver(self.rows_in)
             return
         self.deliver(self.take_marks, ids)
 
-    def take_marks(self: QueueConsole, ids: list[str]) -> None:  # type: ignore[misc]
+    def take_marks(self: Console, ids: list[str]) -> None:
         if len(ids) > MAX_MARKS:
             self.notify(
                 f"{len(ids):,} jobs match; marks stop at {MAX_MARKS:,}. For more, act by "
-                "filter from the CLI (queuectl cancel/retry/delete --state ... --match ...).",
+                "filter from the CLI (queuectl cancel/retry/delete --search ...).",
                 severity="warning",
             )
             ids = ids[:MAX_MARKS]
@@ -100,8 +103,9 @@ class Marks:
             self.marks[job_id] = None
         self.notify(f"{_jobs(len(self.marks))} marked.")
         self.marks_changed()
+        self.rows_in()  # the keys held for the marks go on
 
-    def clear_marks(self: QueueConsole) -> bool:  # type: ignore[misc]
+    def clear_marks(self: Console) -> bool:
         """Forget the marks; False when there were none."""
         if not self.marks:
             return False
@@ -111,7 +115,7 @@ class Marks:
         return True
 
     # -- acting on the marked jobs ----------------------------------------------------------
-    def ask_about_marked(self: QueueConsole, what: str) -> None:  # type: ignore[misc]
+    def ask_about_marked(self: Console, what: str) -> None:
         """Retry, cancel or delete exactly the marked jobs, after saying how many."""
         ids = list(self.marks)
         count = f"the {len(ids):,} marked job{'s' if len(ids) != 1 else ''}"
@@ -143,7 +147,7 @@ class Marks:
         self.push_screen(ConfirmScreen(title, message, label, back_label=back), answered)
 
     @work(thread=True, group="write")
-    def act_on_marked(self: QueueConsole, what: str, ids: list[str]) -> None:
+    def act_on_marked(self: Console, what: str, ids: list[str]) -> None:
         calls = {
             "retry": control.retry_jobs,
             "cancel": control.cancel_jobs,

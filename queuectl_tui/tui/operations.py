@@ -11,17 +11,22 @@ from textual import work
 
 from .. import control, service
 from ..display import printable
-from ..models import JobSpec, JobState
+from ..models import ACTIVE_WORKER_STATUSES, JobSpec, JobState, Worker
 from ..store import EnqueueResult, StoreError
+from .data import Pane
 from .screens.confirm import ConfirmScreen
 from .screens.enqueue import EnqueueScreen
 from .screens.start_pool import StartPoolScreen
 
 if TYPE_CHECKING:
-    from .app import QueueConsole
+    from .console_parts import Console
 
 
 DEAD_IDS_PER_READ = 5_000
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def retried_message(outcome: control.RetryOutcome) -> str:
@@ -38,11 +43,10 @@ def retried_message(outcome: control.RetryOutcome) -> str:
 
 
 class QueueOperations:
-    """Mixed into QueueConsole, whose reader, writer, settings and helpers these use. Each
-    method names its `self` as the console, which mypy accepts only with an ignore: a mixin
-    is not a supertype of the class it is mixed into until that class exists."""
+    """Mixed into QueueConsole, whose reader, writer, settings and helpers these use: each
+    method's `self` is what console_parts.Console says the console gives its parts."""
 
-    def action_new_job(self: QueueConsole) -> None:  # type: ignore[misc]
+    def action_new_job(self: Console) -> None:
         if self.refuse_readonly():
             return
 
@@ -60,12 +64,12 @@ class QueueOperations:
 
         self.push_screen(EnqueueScreen(self.enqueue_spec, self.clock), done)
 
-    def enqueue_spec(self: QueueConsole, spec: JobSpec) -> EnqueueResult:  # type: ignore[misc]
+    def enqueue_spec(self: Console, spec: JobSpec) -> EnqueueResult:
         """Called from the form's thread worker."""
         return service.enqueue(self.writer, self.settings, spec)
 
     @work(thread=True, group="write")
-    def retry_jobs(self: QueueConsole, job_ids: list[str]) -> None:
+    def retry_jobs(self: Console, job_ids: list[str]) -> None:
         try:
             outcome = control.retry_dead(self.writer, job_ids, self.operator)
         except StoreError as error:
@@ -73,7 +77,7 @@ class QueueOperations:
             return
         self.tell_done(retried_message(outcome))
 
-    def action_retry_all(self: QueueConsole) -> None:  # type: ignore[misc]
+    def action_retry_all(self: Console) -> None:
         """Ask about exactly the dead jobs there are now (all of them, however many pages),
         and retry exactly those that are still dead when the operator says yes."""
         if self.refuse_readonly():
@@ -91,9 +95,7 @@ class QueueOperations:
         self.collect_dead_ids(dialog, self.search, ids)
 
     @work(thread=True, group="read-once")
-    def collect_dead_ids(
-        self: QueueConsole, dialog: ConfirmScreen, search: str, ids: list[str]
-    ) -> None:
+    def collect_dead_ids(self: Console, dialog: ConfirmScreen, search: str, ids: list[str]) -> None:
         after: int | None = None
         try:
             while not self.closing:
@@ -114,7 +116,7 @@ class QueueOperations:
             return
         self.deliver(self.ask_retry_all, dialog, search, len(ids))
 
-    def ask_retry_all(self: QueueConsole, dialog: ConfirmScreen, search: str, count: int) -> None:  # type: ignore[misc]
+    def ask_retry_all(self: Console, dialog: ConfirmScreen, search: str, count: int) -> None:
         if not dialog.is_attached:
             return  # answered no while counting
         if count == 0:
@@ -130,7 +132,7 @@ class QueueOperations:
         dialog.ask(f"Retry {count:,} {noun}?", message, f"Retry {count:,}")
 
     # -- worker pools ---------------------------------------------------------------------------
-    def action_start_pool(self: QueueConsole) -> None:  # type: ignore[misc]
+    def action_start_pool(self: Console) -> None:
         if self.refuse_readonly():
             return
 
@@ -141,9 +143,9 @@ class QueueOperations:
         self.push_screen(StartPoolScreen(self.settings.default_workers), chosen)
 
     @work(thread=True, group="write")
-    def start_pool(self: QueueConsole, count: int) -> None:
+    def start_pool(self: Console, count: int) -> None:
         try:
-            from ..engine.pool import PoolOptions, start_detached
+            from ..engine.detach import PoolOptions, start_detached
 
             launched = start_detached(
                 self.settings, PoolOptions(count=count, log_format="human"), self.config_path
@@ -161,28 +163,86 @@ class QueueOperations:
         self.deliver(self.notify, message, markup=False, timeout=8)
         self.deliver(self.poll, True)
 
-    def action_stop_pools(self: QueueConsole) -> None:  # type: ignore[misc]
+    def action_stop_pools(self: Console) -> None:
+        self._ask_stop(forced=False)
+
+    def action_force_stop_pools(self: Console) -> None:
+        self._ask_stop(forced=True)
+
+    def _selected_pool(self: Console) -> list[Worker] | None:
+        """On the Workers pane, the active workers of the selected worker's pool (x and X stop
+        that pool only; none when it has ended). Elsewhere None: they stop every pool."""
+        if self.pane is not Pane.WORKERS:
+            return None
+        selected = self.table_for(Pane.WORKERS).selected_item()
+        if not isinstance(selected, Worker):
+            return None
+        if selected.status not in ACTIVE_WORKER_STATUSES:
+            return []
+        rows = self.table_for(Pane.WORKERS).items
+        return [
+            worker
+            for worker in rows
+            if isinstance(worker, Worker)
+            and worker.pool_id == selected.pool_id
+            and worker.status in ACTIVE_WORKER_STATUSES
+        ]
+
+    def _ask_stop(self: Console, forced: bool) -> None:
         if self.refuse_readonly():
             return
-        active = self.snapshot.counts.active_workers if self.snapshot else 0
-        message = Text(
-            f"Every running pool ({active} active worker{'s' if active != 1 else ''}) stops "
-            "claiming jobs, lets the jobs in flight finish, and exits."
-        )
+        members = self._selected_pool()
+        if members == []:
+            ended = "That worker's pool is not running; select a running worker to stop its pool."
+            self.notify(ended, severity="warning")
+            return
+        pool = members[0].pool_id if members else None
+        if members:
+            workers = len(members)
+            busy = sum(1 for worker in members if worker.current_job)
+            subject = f"Pool {printable(pool, True)} ({_count(workers, 'worker')})"
+            title = f"{'Force stop' if forced else 'Stop'} pool {printable(pool, True)}?"
+        else:
+            workers = self.snapshot.counts.active_workers if self.snapshot else 0
+            busy = self.snapshot.counts.by_state.get(JobState.PROCESSING, 0) if self.snapshot else 0
+            subject = f"Every running pool ({_count(workers, 'active worker')})"
+            title = f"{'Force stop' if forced else 'Stop'} all worker pools?"
+        if not busy:
+            message = Text(f"{subject} stops claiming jobs and exits: no job is running.")
+        elif forced:
+            message = Text(
+                f"{subject} stops its {_count(busy, 'running command')} now and exits; "
+                f"{'the job goes' if busy == 1 else 'their jobs go'} back to waiting without "
+                "spending an attempt."
+            )
+        else:
+            message = Text(
+                f"{subject} stops claiming jobs, lets the {_count(busy, 'job')} in flight "
+                "finish, and exits. X forces it."
+            )
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self.stop_pools()
+                self.stop_pools(pool, forced)
 
-        self.push_screen(ConfirmScreen("Stop all worker pools?", message, "Stop pools"), answered)
+        label = "Force stop" if forced else "Stop"
+        self.push_screen(ConfirmScreen(title, message, label), answered)
 
     @work(thread=True, group="write")
-    def stop_pools(self: QueueConsole) -> None:
+    def stop_pools(self: Console, pool: str | None, forced: bool) -> None:
+        stale = self.settings.stale_worker_timeout
         try:
-            stopped = service.request_stop(self.writer)
-            pools = len({worker.pool_id for worker in stopped})
-            control.stop_requested(self.writer, pools, len(stopped), self.operator)
-        except StoreError as error:
+            stopped = service.stop_pools(self.writer, stale, self.operator, pool, forced)
+        except (StoreError, service.NotFoundError) as error:
             self.tell_error(error)
             return
-        self.tell_done("Stop requested: pools finish their jobs and exit.")
+        if not stopped:
+            self.tell_done("No worker pool is running.")
+            return
+        if pool is None:
+            done = "stop their running commands now" if forced else "finish their jobs"
+            self.tell_done(f"Stop requested: pools {done} and exit.")
+            return
+        name = printable(pool, True)
+        done = "stops its running commands now" if forced else "finishes its jobs"
+        self.tell_done(f"Stop requested: pool {name} {done} and exits.")

@@ -21,7 +21,9 @@ from unittest import mock
 
 from queuectl_tui.config import Settings
 from queuectl_tui.engine import events
-from queuectl_tui.engine.pool import Pool, PoolOptions, log_path_for, pid_alive, pool_command
+from queuectl_tui.engine.detach import PoolOptions, log_path_for, pool_command
+from queuectl_tui.engine.pool import Pool
+from queuectl_tui.engine.procfs import pid_alive
 from queuectl_tui.models import Attempt, Job, JobSpec, JobState, Worker
 from queuectl_tui.store import Store, open_store
 from queuectl_tui.timeutil import now_ms
@@ -228,9 +230,10 @@ class InProcessPool:
     ) -> None:
         self.log = log or io.StringIO()
         events.configure("json", stream=self.log)
-        settings = {"heartbeat_interval": 0.5, **settings}
-        settings = replace(Settings(), database=str(database), **settings)
-        self.pool = Pool(settings, PoolOptions(count=count, log_format="json"))
+        chosen = replace(
+            Settings(), database=str(database), **{"heartbeat_interval": 0.5, **settings}
+        )
+        self.pool = Pool(chosen, PoolOptions(count=count, log_format="json"))
         self.exit_code: int | None = None
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()

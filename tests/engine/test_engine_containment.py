@@ -20,7 +20,7 @@ import pytest
 from engine_helpers import Queue, wait_until
 
 from queuectl_tui.engine import containment
-from queuectl_tui.models import JobState, Outcome
+from queuectl_tui.models import Job, JobState, Outcome
 
 pytestmark = pytest.mark.slow
 
@@ -77,6 +77,19 @@ def use_mode(queue: Queue, mode: str) -> None:
 
 def daemon(duration: str) -> str:
     return f"setsid sleep {duration} >/dev/null 2>&1 </dev/null &"
+
+
+def in_a_run_cgroup(duration: str) -> bool:
+    """Whether every `sleep DURATION` is in a cgroup a pool made for a run."""
+    pids = sleepers(duration)
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/cgroup", encoding="utf-8") as handle:
+                if "/queuectl-" not in handle.read():
+                    return False
+        except OSError:
+            return False
+    return bool(pids)
 
 
 def children(pid: int) -> list[int]:
@@ -144,7 +157,8 @@ def test_a_forced_stop_leaves_no_process_of_a_cancelled_run(queue: Queue, mode: 
         pool = queue.start_pool(count=1)
         job_id = queue.enqueue(f"{daemon(duration)} sleep 30")
         wait_until(lambda: sleepers(duration), timeout=30, what="the daemon to start")
-        time.sleep(0.5)  # long enough for a cgroup to be made for the run
+        if mode == "cgroup":
+            wait_until(lambda: in_a_run_cgroup(duration), timeout=30, what="the run's cgroup")
         pool.signal(signal.SIGTERM)
         pool.wait_event("pool stopping")
         pool.signal(signal.SIGTERM)
@@ -200,8 +214,7 @@ def test_the_next_pool_stops_what_a_killed_pool_left_in_its_cgroups(queue: Queue
     with reaped(duration):
         doomed = queue.start_pool(count=1)
         job_id = queue.enqueue(command)
-        wait_until(lambda: sleepers(duration), timeout=30, what="the child to start")
-        time.sleep(1)  # the run is in its cgroup by now
+        wait_until(lambda: in_a_run_cgroup(duration), timeout=30, what="the child in its cgroup")
         doomed.kill()
         assert sleepers(duration)
         queue.start_pool(count=1)
@@ -283,13 +296,12 @@ def test_a_pool_raises_its_soft_open_files_limit_when_the_hard_one_allows(queue:
         )
     try:
         for job_id in ids:
-            job = wait_until(
-                lambda j=job_id: (
-                    (job := queue.job(j)).state in (JobState.COMPLETED, JobState.DEAD) and job
-                ),
-                timeout=60,
-                what="every job to end",
-            )
+
+            def ended(job_id: str = job_id) -> Job | None:
+                job = queue.job(job_id)
+                return job if job.state in (JobState.COMPLETED, JobState.DEAD) else None
+
+            job = wait_until(ended, timeout=60, what="every job to end")
             assert job.state is JobState.COMPLETED, job.last_error
     finally:
         proc.send_signal(signal.SIGTERM)

@@ -15,13 +15,15 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from engine_helpers import InProcessPool, Queue, process_alive, wait_until
 
 from queuectl_tui.engine import dispatch
+from queuectl_tui.engine.detach import PoolOptions, pool_command
 from queuectl_tui.engine.identity import pid_namespace
-from queuectl_tui.engine.pool import PoolOptions, pool_command, worker_shown_status
+from queuectl_tui.engine.liveness import worker_shown_status
 from queuectl_tui.models import JobSpec, JobState, Outcome, Worker, WorkerStatus
 from queuectl_tui.store import open_store
 from queuectl_tui.timeutil import now_ms
@@ -29,7 +31,7 @@ from queuectl_tui.timeutil import now_ms
 pytestmark = pytest.mark.slow
 
 
-def start_raw_pool(queue: Queue, count: int = 1, **popen: object) -> subprocess.Popen[bytes]:
+def start_raw_pool(queue: Queue, count: int = 1, **popen: Any) -> subprocess.Popen[bytes]:
     """A pool process whose output the test wires itself (start_pool logs to a file)."""
     command = pool_command(queue.location, PoolOptions(count, "json"), queue.config)
     popen = {"stdout": subprocess.DEVNULL, "stderr": subprocess.STDOUT, **popen}

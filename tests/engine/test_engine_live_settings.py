@@ -151,9 +151,12 @@ def test_an_unchanged_file_is_not_read_again(
     live = _watching(config)
     loads: list[Settings] = []
     real_load = SettingsSource.load
-    monkeypatch.setattr(
-        SettingsSource, "load", lambda self: loads.append(real_load(self)) or loads[-1]
-    )
+
+    def counted(self: SettingsSource) -> Settings:
+        loads.append(real_load(self))
+        return loads[-1]
+
+    monkeypatch.setattr(SettingsSource, "load", counted)
     for _ in range(5):
         assert live.refresh().job_timeout == 5
     assert len(loads) == 1  # the first look reads it; the others only stat it

@@ -19,7 +19,9 @@ instead when QUEUECTL_REQUIRE_POSTGRES is set (as in CI)."""
 
 from __future__ import annotations
 
+import calendar
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -39,7 +41,7 @@ from engine_helpers import PoolProcess, Queue, children, remove_cgroup_tree, wai
 
 from queuectl_tui.engine import procfs
 from queuectl_tui.engine.containment import cgroup_parent
-from queuectl_tui.engine.pool import PoolOptions, pool_command
+from queuectl_tui.engine.detach import PoolOptions, pool_command
 from queuectl_tui.models import Attempt, Job, JobState, Outcome, WorkerStatus
 from queuectl_tui.timeutil import now_ms
 
@@ -395,11 +397,11 @@ def late_results(queue: Queue) -> int:
 def wait_started(queue: Queue, job_ids: list[str], host: Host) -> None:
     for job_id in job_ids:
         queue.wait_state(job_id, JobState.PROCESSING, timeout=30)
-        wait_until(
-            lambda j=job_id: runs_of(queue, j) == [f"1 {host.name} start"],
-            timeout=30,
-            what=f"{job_id} to start on {host.name}",
-        )
+
+        def started(job_id: str = job_id) -> bool:
+            return runs_of(queue, job_id) == [f"1 {host.name} start"]
+
+        wait_until(started, timeout=30, what=f"{job_id} to start on {host.name}")
 
 
 def assert_healthy(host: Host) -> None:
@@ -630,13 +632,12 @@ def test_a_pool_held_back_by_the_database_does_not_declare_the_others_lost(
     with lock_worker_rows(queue, a.pool_id):
         with lock_worker_rows(queue, b.pool_id):
             for host in (a, b):
-                wait_until(
-                    lambda h=host: any(
-                        row["wait_event_type"] == "Lock" for row in h.backends().values()
-                    ),
-                    timeout=30,
-                    what=f"{host.name}'s heartbeat to wait",
-                )
+
+                def waits_on_a_lock(host: Host = host) -> bool:
+                    rows = host.backends().values()
+                    return any(row["wait_event_type"] == "Lock" for row in rows)
+
+                wait_until(waits_on_a_lock, timeout=30, what=f"{host.name}'s heartbeat to wait")
             time.sleep(2 * STALE_MS / 1000)
         time.sleep(1.0)  # host-b is through; host-a a second later
     time.sleep(STALE_MS / 1000 + 2)  # long enough to misjudge, if they would
@@ -649,3 +650,60 @@ def test_a_pool_held_back_by_the_database_does_not_declare_the_others_lost(
         for job_id, (_, attempts) in history(queue, ids).items():
             assert [attempt.outcome for attempt in attempts] == [Outcome.COMPLETED], attempts
             assert runs_of(queue, job_id) == [f"1 {host.name} start", f"1 {host.name} done"]
+
+
+def test_a_chain_runs_in_order_across_hosts_and_a_crash_changes_nothing(
+    cluster: Cluster,
+) -> None:
+    """`a`, then b1..b50 after `a`, then `c` after all of them, on two hosts; one host
+    crashes while the b's run."""
+    queue = cluster.queue
+    queue.configure(**FAST_RECOVERY)
+    log = queue.root / "chain"
+    step = f'{READ_HOST}; echo "$QUEUECTL_JOB_ID start $host" >> {log}; sleep 0.2; '
+    step += f'echo "$QUEUECTL_JOB_ID done $host" >> {log}'
+    middle = [f"b{n}" for n in range(1, 51)]
+    rows: list[dict[str, object]] = [{"id": "a", "command": step}]
+    rows += [{"id": b, "command": step, "after": "a"} for b in middle]
+    rows.append({"id": "c", "command": step, "after": middle})
+    jobs = queue.root / "chain.jsonl"
+    jobs.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    queue.cli("enqueue", "--file", str(jobs), "--quiet")
+    doomed = cluster.start("host-a", count=4)
+    survivor = cluster.start("host-b", count=4)
+
+    def lines() -> list[list[str]]:
+        return [line.split() for line in log.read_text().splitlines()] if log.exists() else []
+
+    wait_until(lambda: sum(line[1] == "done" for line in lines()) >= 10, 60, what="some b's")
+    doomed.crash()
+    queue.wait_state("c", JobState.COMPLETED, timeout=120)
+
+    seen = lines()
+    order = [(line[0], line[1]) for line in seen]
+    assert order.index(("a", "done")) < min(order.index((b, "start")) for b in middle)
+    assert max(order.index((b, "done")) for b in middle) < order.index(("c", "start"))
+    for job_id in ["a", *middle, "c"]:
+        assert queue.job(job_id).state is JobState.COMPLETED, job_id
+    assert {line[2] for line in seen} == {"host-a", "host-b"}  # both hosts ran some
+    assert_healthy(survivor)
+
+
+def test_two_hosts_make_exactly_one_job_per_tick_of_a_schedule(cluster: Cluster) -> None:
+    queue = cluster.queue
+    queue.cli("schedule", "add", "tick", "--every", "2s", "--command", "true")
+    hosts = [cluster.start("host-a", count=2), cluster.start("host-b", count=2)]
+    wait_until(lambda: queue.counts()[JobState.COMPLETED] >= 8, 60, what="eight ticks")
+    assert [host.stop() for host in hosts] == [0, 0]
+    with queue.store() as store:
+        ticks = sorted(job.id for job in store.list_jobs(limit=1000) if job.id.startswith("tick@"))
+    stamps = [calendar.timegm(time.strptime(t[5:], "%Y%m%dT%H%M%SZ")) for t in ticks]
+    assert [b - a for a, b in itertools.pairwise(stamps)] == [2] * (len(stamps) - 1), ticks
+    made = Counter(
+        job_id
+        for host in hosts
+        for record in host.events("schedule fired")
+        for job_id in (record.get("jobs") or "").split(",")
+        if job_id
+    )
+    assert sorted(made) == ticks and set(made.values()) == {1}

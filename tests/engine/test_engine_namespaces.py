@@ -22,8 +22,8 @@ import pytest
 from engine_helpers import PoolProcess, Queue, children, remove_cgroup_tree, wait_until
 
 from queuectl_tui.engine import containment
+from queuectl_tui.engine.detach import PoolOptions, pool_command
 from queuectl_tui.engine.identity import pid_namespace, same_pid_namespace
-from queuectl_tui.engine.pool import PoolOptions, pool_command
 from queuectl_tui.models import JobState
 
 from helpers import backend_location

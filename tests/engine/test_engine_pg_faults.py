@@ -96,8 +96,9 @@ def test_claims_whose_answer_was_lost_are_handed_back_and_run(faulty: Faulty) ->
         assert [a.outcome for a in attempts[:-1]] in ([], [Outcome.INTERRUPTED]), attempts
         handed_back += len(attempts) - 1
     assert handed_back >= 1  # the lost answer did claim jobs
+    # Each run's line is logged once its exchange has committed it: a moment after the state.
+    wait_until(lambda: len(pool.events("completed")) == len(ids), what="every completed line")
     assert pool.events("result discarded") == []
-    assert pool.events("completed") and len(pool.events("completed")) == len(ids)
     assert pool.proc.poll() is None
 
 

@@ -5,6 +5,7 @@ stale_worker_timeout."""
 from __future__ import annotations
 
 import signal
+import subprocess
 import time
 
 import pytest
@@ -124,7 +125,11 @@ def test_a_job_that_kills_its_pool_every_time_ends_in_the_dlq(queue: Queue) -> N
     job_id = queue.enqueue("kill -9 $PPID; sleep 5", "poison", max_retries=1)
     for _ in range(2):
         pool = queue.start_pool(count=1, wait=False)  # it may die before it reports in
-        wait_until(lambda p=pool: p.proc.poll() is not None, timeout=10, what="the pool to die")
+
+        def died(proc: subprocess.Popen[bytes] = pool.proc) -> bool:
+            return proc.poll() is not None
+
+        wait_until(died, timeout=10, what="the pool to die")
         assert pool.proc.returncode == -signal.SIGKILL
         time.sleep(0.2)  # the pool's leftovers gone
     queue.start_pool(count=1)

@@ -4,7 +4,6 @@ a commit by another process is seen once its write turn has passed."""
 from __future__ import annotations
 
 import select
-import time
 from pathlib import Path
 
 import pytest
@@ -39,8 +38,7 @@ def test_only_a_change_that_gives_an_idle_worker_work_rings(tmp_path: Path, mode
     watcher.start()
     try:
         with open_store(db) as store:
-            time.sleep(0.1)  # the watcher has read the first token
-            _rung(doorbell)
+            _rung(doorbell)  # whatever its first look rang (the first drain looks anyway)
             # The pool's own bookkeeping and a job for later: nothing to claim now.
             store.set_worker_status("w1", WorkerStatus.IDLE, None, now_ms())
             store.enqueue(JobSpec("later", "true", run_at=now_ms() + 3_600_000), 3, now_ms())

@@ -106,12 +106,12 @@ def test_a_database_locked_beyond_the_busy_timeout_is_retried_not_lost(
     failures = {"claim": 2, "settle": 3}
     real_exchange = SQLiteStore.exchange
 
-    def locked(self, settlements, claimants, *args, **kwargs):
-        name = "settle" if settlements else "claim"
+    def locked(self, request):
+        name = "settle" if request.settlements else "claim"
         if failures[name] > 0:
             failures[name] -= 1
             raise StoreBusyError("the database stayed locked for 60 s")
-        return real_exchange(self, settlements, claimants, *args, **kwargs)
+        return real_exchange(self, request)
 
     enqueue(database, "steady", "echo once >> " + str(tmp_path / "runs"))
     monkeypatch.setattr(SQLiteStore, "exchange", locked)
@@ -261,7 +261,11 @@ def test_jobs_one_at_a_time_are_spread_over_the_workers(database: str) -> None:
     pool = InProcessPool(database, count=3)
     for number in range(6):
         enqueue(database, f"one-{number}", "true")
-        wait_until(lambda n=number: get(database, f"one-{n}").state is JobState.COMPLETED)
+
+        def completed(job_id: str = f"one-{number}") -> bool:
+            return get(database, job_id).state is JobState.COMPLETED
+
+        wait_until(completed)
     assert pool.stop() == 0
     with open_store(database) as store:
         assert sorted(w.jobs_done for w in store.list_workers()) == [2, 2, 2]

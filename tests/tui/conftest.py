@@ -4,12 +4,14 @@ clock, no cursor blink and no animation, and a way to wait until a background re
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from demo_queue import DEMO_NOW, seed_demo
 from textual.app import App, ScreenStackError
 from textual.pilot import Pilot
 from textual.widgets import Input
@@ -17,9 +19,9 @@ from textual.widgets import Input
 from queuectl_tui.config import Settings
 from queuectl_tui.store import SQLiteStore
 from queuectl_tui.tui.app import QueueConsole
-from queuectl_tui.tui.demo import DEMO_NOW, seed_demo
 
 MakeConsole = Callable[..., QueueConsole]
+RunConsole = Callable[..., contextlib.AbstractAsyncContextManager[tuple[QueueConsole, Pilot]]]
 
 
 @pytest.fixture(autouse=True)
@@ -72,10 +74,14 @@ async def _settle(pilot: Pilot, rounds: int = 3) -> None:
         busy = getattr(app, "reading", False) or getattr(app, "keys_pending", False)
         if index + 1 >= rounds and not busy:
             break
+    else:
+        raise AssertionError("the console never settled: reads or keys still pending")
     # A dialog takes only keys pressed once it could be read (screens/dialog.py): settled
     # means that a key pressed next is an answer to it.
     deadline = time.monotonic() + 10
-    while not _screen_ready(app) and time.monotonic() < deadline:
+    while not _screen_ready(app):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{type(app.screen).__name__} never became ready for keys")
         await pilot.pause(0.02)
 
 
@@ -94,6 +100,23 @@ async def _wait_for(pilot: Pilot, condition: Callable[[], bool], timeout: float 
         if loop.time() > deadline:
             raise AssertionError("condition not met in time")
         await pilot.pause(0.05)
+
+
+@pytest.fixture
+def console(make_console: MakeConsole) -> RunConsole:
+    """`async with console() as (app, pilot):` a console on the demo queue, running (at 100x30
+    unless `size` says otherwise) with its first reads shown; `options` go to the console."""
+
+    @contextlib.asynccontextmanager
+    async def run(
+        size: tuple[int, int] = (100, 30), **options: object
+    ) -> AsyncIterator[tuple[QueueConsole, Pilot]]:
+        app = make_console(**options)
+        async with app.run_test(size=size) as pilot:
+            await _settle(pilot)
+            yield app, pilot
+
+    return run
 
 
 @pytest.fixture

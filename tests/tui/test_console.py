@@ -10,34 +10,40 @@ import time
 from pathlib import Path
 
 import pytest
+from demo_queue import HOSTILE_OUTPUT
 from rich.console import Console
 from rich.text import Text
+from store_helpers import NOW, claim
+from store_helpers import settle as settle_job
+from textual.command import DiscoveryHit
 from textual.widget import Widget
 from textual.widgets import Button, Static
 
-from queuectl_tui.models import JobSpec, JobState
+from queuectl_tui.config import Settings
+from queuectl_tui.models import JobSpec, JobState, Outcome
+from queuectl_tui.store import SQLiteStore
 from queuectl_tui.tui.actions import ACTIONS, ActionCommands
 from queuectl_tui.tui.data import Pane
-from queuectl_tui.tui.demo import HOSTILE_OUTPUT
 from queuectl_tui.tui.screens.confirm import ConfirmScreen
 from queuectl_tui.tui.screens.enqueue import EnqueueScreen, form_to_object
 from queuectl_tui.tui.screens.job_detail import JobDetailScreen
 from queuectl_tui.tui.widgets.output_log import OutputLog
+from queuectl_tui.tui.widgets.summary import SummaryBar
 
 
 def shown(widget: Widget) -> str:
     """The text a widget shows, as plain text."""
     if isinstance(widget, OutputLog):
         return "\n".join(line.text for line in widget.lines)
+    if isinstance(widget, SummaryBar):
+        return widget.plain_text()
     console = Console(width=200, record=True, file=io.StringIO())
     console.print(widget.content if isinstance(widget, Static) else widget.render())
     return console.export_text()
 
 
-async def test_dead_letter_retry_by_keyboard(make_console, demo_store, settle, wait_for) -> None:
-    app = make_console()
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+async def test_dead_letter_retry_by_keyboard(console, demo_store, settle, wait_for) -> None:
+    async with console() as (app, pilot):
         await pilot.press("d")
         await settle(pilot)
         table = app.table_for(Pane.DEAD)
@@ -54,10 +60,8 @@ async def test_dead_letter_retry_by_keyboard(make_console, demo_store, settle, w
         assert demo_store.get("sync-crm").state is JobState.DEAD
 
 
-async def test_retry_all_asks_first_with_the_count(make_console, demo_store, settle) -> None:
-    app = make_console()
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+async def test_retry_all_asks_first_with_the_count(console, demo_store, settle) -> None:
+    async with console() as (app, pilot):
         await pilot.press("d", "R")
         await settle(pilot)
         dialog = app.screen
@@ -77,11 +81,9 @@ async def test_retry_all_asks_first_with_the_count(make_console, demo_store, set
 
 
 async def test_retry_all_with_a_filter_retries_only_the_matches(
-    make_console, demo_store, settle
+    console, demo_store, settle
 ) -> None:
-    app = make_console()
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+    async with console() as (app, pilot):
         await pilot.press("d", "slash", *"curl", "enter")
         await settle(pilot)
         assert app.table_for(Pane.DEAD).keys == ["sync-crm"]
@@ -95,11 +97,9 @@ async def test_retry_all_with_a_filter_retries_only_the_matches(
 
 
 async def test_enqueue_form_rejects_bad_input_then_creates_the_job(
-    make_console, demo_store, settle, wait_for
+    console, demo_store, settle, wait_for
 ) -> None:
-    app = make_console()
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+    async with console() as (app, pilot):
         await pilot.press("n")
         await settle(pilot)
         form = app.screen
@@ -134,10 +134,8 @@ def _invalid_fields(form: EnqueueScreen) -> list[str]:
     return [field.id for field in form.query(".field.-invalid")]
 
 
-async def test_enqueue_form_refuses_a_duplicate_id(make_console, demo_store, settle) -> None:
-    app = make_console()
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+async def test_enqueue_form_refuses_a_duplicate_id(console, demo_store, settle) -> None:
+    async with console() as (app, pilot):
         await pilot.press("n", *"true", "tab", *"backup-db", "enter")
         await settle(pilot)
         assert _invalid_fields(app.screen) == ["field-id"]
@@ -220,10 +218,8 @@ async def test_the_cursor_stays_on_its_job_when_rows_arrive(
         assert table.cursor_row == 6
 
 
-async def test_hostile_markup_and_escapes_are_shown_literally(make_console, settle) -> None:
-    app = make_console()
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+async def test_hostile_markup_and_escapes_are_shown_literally(console, settle) -> None:
+    async with console() as (app, pilot):
         await pilot.press("d", "down", "down")
         table = app.table_for(Pane.DEAD)
         assert table.selected_key == "hostile-output"
@@ -244,10 +240,8 @@ async def test_hostile_markup_and_escapes_are_shown_literally(make_console, sett
         assert HOSTILE_OUTPUT.startswith("[red]x[/red]")
 
 
-async def test_job_detail_shows_attempts_and_elapsed_time(make_console, settle) -> None:
-    app = make_console()
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+async def test_job_detail_shows_attempts_and_elapsed_time(console, settle) -> None:
+    async with console() as (app, pilot):
         await pilot.press("3")
         await settle(pilot)
         assert app.table_for(Pane.JOBS).keys == ["video-encode-10", "import-orders"]
@@ -262,8 +256,6 @@ async def test_job_detail_shows_attempts_and_elapsed_time(make_console, settle) 
 
 
 async def test_a_large_queue_loads_one_page_at_a_time(tmp_path: Path, make_console, settle) -> None:
-    from queuectl_tui.config import Settings
-    from queuectl_tui.store import SQLiteStore
 
     path = tmp_path / "big.db"
     store = SQLiteStore(path)
@@ -318,12 +310,12 @@ async def test_read_only_hides_and_refuses_every_change(make_console, demo_store
         assert not isinstance(app.screen, EnqueueScreen)
 
 
-async def test_the_command_palette_offers_every_action(make_console, settle) -> None:
-    app = make_console()
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+async def test_the_command_palette_offers_every_action(console, settle) -> None:
+    async with console() as (app, pilot):
         provider = ActionCommands(app.screen)
-        titles = [str(hit.display) async for hit in provider.discover()]
+        titles = [
+            str(hit.display) async for hit in provider.discover() if isinstance(hit, DiscoveryHit)
+        ]
         assert len(titles) == len(ACTIONS)
         hits = [hit async for hit in provider.search("retry all")]
         best = max(hits, key=lambda hit: hit.score)  # the palette shows the best first
@@ -356,9 +348,7 @@ async def test_freeze_stops_reading_until_resumed(make_console, demo_store, sett
 async def test_start_and_stop_a_real_worker_pool(
     tmp_path: Path, make_console, settle, wait_for
 ) -> None:
-    from queuectl_tui.config import Settings
-    from queuectl_tui.engine.pool import pid_alive
-    from queuectl_tui.store import SQLiteStore
+    from queuectl_tui.engine.procfs import pid_alive
     from queuectl_tui.timeutil import now_ms
 
     path = tmp_path / "pool.db"
@@ -386,7 +376,7 @@ async def test_start_and_stop_a_real_worker_pool(
 
 
 async def test_heartbeat_ages_tick_without_reading(make_console, settle) -> None:
-    from queuectl_tui.tui.demo import DEMO_NOW
+    from demo_queue import DEMO_NOW
 
     now = [DEMO_NOW]
     app = make_console(clock=lambda: now[0])
@@ -416,7 +406,11 @@ async def test_read_only_palette_leaves_out_every_change(make_console, settle) -
         await settle(pilot)
         provider = ActionCommands(app.screen)
         # A title shows as "Title" or "Title  (key)"; "Retry" must not match "Retry all".
-        titles = {str(hit.display).split("  (")[0] async for hit in provider.discover()}
+        titles = {
+            str(hit.display).split("  (")[0]
+            async for hit in provider.discover()
+            if isinstance(hit, DiscoveryHit)
+        }
         for spec in ACTIONS:
             assert (spec.title in titles) == (not spec.mutating), spec.title
 
@@ -454,11 +448,9 @@ async def test_the_bar_says_the_database_is_lost_while_reads_fail(
 
 
 async def test_the_enqueue_form_takes_a_queue_and_an_idempotency_key(
-    make_console, demo_store, settle, wait_for
+    console, demo_store, settle, wait_for
 ) -> None:
-    app = make_console()
-    async with app.run_test(size=(100, 40)) as pilot:
-        await settle(pilot)
+    async with console(size=(100, 40)) as (app, pilot):
         await pilot.press("n")
         await settle(pilot)
         form = app.screen
@@ -483,3 +475,23 @@ async def test_the_enqueue_form_takes_a_queue_and_an_idempotency_key(
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: not isinstance(app.screen, EnqueueScreen))
         assert len(demo_store.list_jobs(queue="reports", limit=10)) == 1
+
+
+async def test_dead_letters_are_listed_by_time_of_death(
+    tmp_path: Path, make_console, settle
+) -> None:
+
+    from queuectl_tui.config import Settings
+    from queuectl_tui.store import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "deaths.db")
+    store.enqueue_many([JobSpec(id=i, command="false", max_retries=0) for i in "abc"], 3, NOW)
+    for died in (300, 100, 200):  # a, b, c
+        settle_job(store, claim(store), Outcome.FAILED, now=NOW + died, exit_code=1)
+    store.close()
+    app = make_console(Settings(database=str(tmp_path / "deaths.db")))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("d")
+        await settle(pilot)
+        assert app.table_for(Pane.DEAD).keys == ["a", "c", "b"]

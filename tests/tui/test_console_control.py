@@ -15,12 +15,8 @@ async def _answer_yes(pilot, settle) -> None:
     await settle(pilot)
 
 
-async def test_c_cancels_the_selected_waiting_job_after_asking(
-    make_console, demo_store, settle
-) -> None:
-    app = make_console()
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+async def test_c_cancels_the_selected_waiting_job_after_asking(console, demo_store, settle) -> None:
+    async with console() as (app, pilot):
         await pilot.press("2")  # pending jobs
         await settle(pilot)
         job_id = app.table_for(Pane.JOBS).selected_key
@@ -39,12 +35,8 @@ async def test_c_cancels_the_selected_waiting_job_after_asking(
         assert (entry.face, entry.action, entry.subject) == ("console", "cancel", job_id)
 
 
-async def test_c_on_a_running_job_asks_its_pool_to_stop_it(
-    make_console, demo_store, settle
-) -> None:
-    app = make_console()
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+async def test_c_on_a_running_job_asks_its_pool_to_stop_it(console, demo_store, settle) -> None:
+    async with console() as (app, pilot):
         await pilot.press("3")  # processing
         await settle(pilot)
         job_id = app.table_for(Pane.JOBS).selected_key
@@ -56,11 +48,9 @@ async def test_c_on_a_running_job_asks_its_pool_to_stop_it(
 
 
 async def test_shift_d_deletes_a_finished_job_and_refuses_a_running_one(
-    make_console, demo_store, settle
+    console, demo_store, settle
 ) -> None:
-    app = make_console()
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+    async with console() as (app, pilot):
         await pilot.press("3")
         await settle(pilot)
         running = app.table_for(Pane.JOBS).selected_key
@@ -79,10 +69,8 @@ async def test_shift_d_deletes_a_finished_job_and_refuses_a_running_one(
         assert dead not in app.table_for(Pane.DEAD).keys
 
 
-async def test_r_runs_a_failed_job_now(make_console, demo_store, settle, wait_for) -> None:
-    app = make_console()
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+async def test_r_runs_a_failed_job_now(console, demo_store, settle, wait_for) -> None:
+    async with console() as (app, pilot):
         await pilot.press("4")  # failed
         await settle(pilot)
         job_id = app.table_for(Pane.JOBS).selected_key
@@ -98,11 +86,9 @@ async def test_r_runs_a_failed_job_now(make_console, demo_store, settle, wait_fo
 
 
 async def test_shift_p_pauses_and_resumes_the_selected_job_s_queue(
-    make_console, demo_store, settle
+    console, demo_store, settle
 ) -> None:
-    app = make_console()
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+    async with console() as (app, pilot):
         queue = app.selected_job().queue
         await pilot.press("P")
         await settle(pilot)
@@ -131,14 +117,12 @@ async def test_read_only_refuses_every_control_key(make_console, demo_store, set
 
 
 async def test_the_queues_pane_lists_queues_and_shift_p_pauses_the_selected_one(
-    make_console, demo_store, settle
+    console, demo_store, settle
 ) -> None:
     from helpers import spec
 
     demo_store.enqueue(spec(id="nightly", queue="reports"), 3, 1)
-    app = make_console()
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+    async with console() as (app, pilot):
         await pilot.press("u")
         await settle(pilot)
         table = app.table_for(Pane.QUEUES)
@@ -155,7 +139,7 @@ async def test_the_queues_pane_lists_queues_and_shift_p_pauses_the_selected_one(
 
 
 async def test_shift_l_sets_and_lifts_the_selected_queue_s_limit(
-    make_console, demo_store, settle, wait_for
+    console, demo_store, settle, wait_for
 ) -> None:
     from queuectl_tui.tui.screens.queue_limit import QueueLimitScreen
 
@@ -167,9 +151,7 @@ async def test_shift_l_sets_and_lifts_the_selected_queue_s_limit(
         [queue] = demo_store.queues(0)
         return queue.max_running
 
-    app = make_console()
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+    async with console() as (app, pilot):
         await pilot.press("u")
         await settle(pilot)
         await pilot.press("L")
@@ -190,15 +172,11 @@ async def test_shift_l_sets_and_lifts_the_selected_queue_s_limit(
         ]
 
 
-async def test_shift_k_prunes_after_saying_how_many_jobs_go(
-    make_console, demo_store, settle
-) -> None:
+async def test_shift_k_prunes_after_saying_how_many_jobs_go(console, demo_store, settle) -> None:
     from queuectl_tui.tui.screens.prune import PruneScreen
 
     completed = demo_store.counts()[JobState.COMPLETED]
-    app = make_console()
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+    async with console() as (app, pilot):
         await pilot.press("K")
         await settle(pilot)
         assert isinstance(app.screen, PruneScreen)
@@ -215,10 +193,8 @@ async def test_shift_k_prunes_after_saying_how_many_jobs_go(
         assert (entry.face, entry.action, entry.touched) == ("console", "prune", completed)
 
 
-async def test_r_in_a_dead_job_s_detail_asks_then_retries(make_console, demo_store, settle) -> None:
-    app = make_console()
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+async def test_r_in_a_dead_job_s_detail_asks_then_retries(console, demo_store, settle) -> None:
+    async with console() as (app, pilot):
         await pilot.press("d")
         await settle(pilot)
         job_id = app.table_for(Pane.DEAD).selected_key
@@ -233,14 +209,12 @@ async def test_r_in_a_dead_job_s_detail_asks_then_retries(make_console, demo_sto
 
 
 async def test_enter_on_a_queue_shows_its_jobs_and_esc_shows_every_queue(
-    make_console, demo_store, settle
+    console, demo_store, settle
 ) -> None:
     from helpers import spec
 
     demo_store.enqueue(spec(id="nightly", queue="reports"), 3, 1)
-    app = make_console()
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+    async with console() as (app, pilot):
         await pilot.press("u")
         await settle(pilot)
         await pilot.press("down", "enter")

@@ -3,17 +3,17 @@ cancel and delete then act on exactly the marked ids, after a confirmation with 
 
 from __future__ import annotations
 
+from textual.widgets import DataTable
+
 from queuectl_tui.models import JobSpec, JobState
 from queuectl_tui.tui.data import Pane
 from queuectl_tui.tui.screens.confirm import ConfirmScreen
 
 
 async def test_cancelling_three_marked_jobs_cancels_exactly_those(
-    make_console, demo_store, settle, wait_for
+    console, demo_store, settle, wait_for
 ) -> None:
-    app = make_console()
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+    async with console() as (app, pilot):
         await pilot.press("2")  # pending
         await settle(pilot)
         table = app.table_for(Pane.JOBS)
@@ -61,10 +61,8 @@ async def test_marking_every_matching_job_reaches_past_the_page(
         assert demo_store.get("email-digest-78") is not None  # not matched, not touched
 
 
-async def test_a_range_and_escape(make_console, settle) -> None:
-    app = make_console()
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+async def test_a_range_and_escape(console, settle) -> None:
+    async with console() as (app, pilot):
         table = app.table_for(Pane.JOBS)
         keys = table.keys
         await pilot.press("space", "down", "down", "v")  # space moved down a row
@@ -81,21 +79,19 @@ async def test_a_range_and_escape(make_console, settle) -> None:
 
 
 async def test_error_groups_open_with_e_and_a_group_is_retried_in_two_keys(
-    make_console, demo_store, settle, wait_for
+    console, demo_store, settle, wait_for
 ) -> None:
     from queuectl_tui.tui.screens.error_groups import ErrorGroupsScreen
 
     groups = demo_store.error_groups(JobState.DEAD)
     assert groups and sum(group.count for group in groups) == 4  # every dead demo job
-    app = make_console()
-    async with app.run_test(size=(120, 30)) as pilot:
-        await settle(pilot)
+    async with console(size=(120, 30)) as (app, pilot):
         await pilot.press("e")
         await settle(pilot)
         screen = app.screen
         assert isinstance(screen, ErrorGroupsScreen)
         assert [group.fingerprint for group in screen.groups] == [g.fingerprint for g in groups]
-        assert screen.query_one("#groups").row_count == len(groups)
+        assert screen.query_one("#groups", DataTable).row_count == len(groups)
         await pilot.press("r")
         await settle(pilot)
         dialog = app.screen
@@ -108,10 +104,8 @@ async def test_error_groups_open_with_e_and_a_group_is_retried_in_two_keys(
         await wait_for(pilot, lambda: all(demo_store.get(i).state is JobState.PENDING for i in ids))
 
 
-async def test_a_search_shows_its_count_no_matches_and_its_mistakes(make_console, settle) -> None:
-    app = make_console()
-    async with app.run_test(size=(140, 30)) as pilot:
-        await settle(pilot)
+async def test_a_search_shows_its_count_no_matches_and_its_mistakes(console, settle) -> None:
+    async with console(size=(140, 30)) as (app, pilot):
         status = app.query_one("#jobs-status")
         await pilot.press("slash", *"state:pending email-digest", "enter")
         await settle(pilot)
@@ -124,3 +118,17 @@ async def test_a_search_shows_its_count_no_matches_and_its_mistakes(make_console
         await pilot.press("slash", "ctrl+u", *"stat:dead", "enter")
         await settle(pilot)
         assert "did you mean 'state:'?" in str(status.render())
+
+
+async def test_a_search_with_qualifiers_marks_what_it_shows_and_a_quick_d_waits_for_it(
+    console, demo_store, settle, wait_for
+) -> None:
+    dead = [job.id for job in demo_store.list_jobs(JobState.DEAD, limit=1000)]
+    assert len(dead) > 1
+    async with console() as (app, pilot):
+        await pilot.press("slash", *"state:dead", "enter")
+        await settle(pilot)
+        await pilot.press("asterisk", "D")  # in one burst: D acts on what * marks
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        assert app.screen.title_text == f"Delete the {len(dead)} marked jobs?"
+        assert sorted(app.marks) == sorted(dead)

@@ -12,19 +12,20 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from demo_queue import DEMO_NOW
 from test_console import shown
 from textual import events
 from textual.keys import _character_to_key
 from textual.pilot import Pilot
-from textual.widgets import Button, Input, Static
+from textual.widgets import Button, DataTable, Input, Static
 
 from queuectl_tui.config import Settings
 from queuectl_tui.lifecycle import RetryPolicy
 from queuectl_tui.models import JobSpec, JobState, Outcome
 from queuectl_tui.store import Settlement, SQLiteStore
 from queuectl_tui.tui import app as console_module
+from queuectl_tui.tui.app import QueueConsole
 from queuectl_tui.tui.data import Pane
-from queuectl_tui.tui.demo import DEMO_NOW
 from queuectl_tui.tui.screens.confirm import ConfirmScreen
 from queuectl_tui.tui.screens.enqueue import EnqueueScreen
 from queuectl_tui.tui.screens.job_detail import JobDetailScreen
@@ -77,7 +78,7 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[ReadGate]:
 @pytest.fixture
 def pool_starts(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     """Every attempt to launch a worker pool, refused so that no process starts."""
-    import queuectl_tui.engine.pool as pool
+    import queuectl_tui.engine.detach as detach
 
     calls: list[object] = []
 
@@ -85,7 +86,7 @@ def pool_starts(monkeypatch: pytest.MonkeyPatch) -> list[object]:
         calls.append(args)
         raise OSError("no pools in this test")
 
-    monkeypatch.setattr(pool, "start_detached", refuse)
+    monkeypatch.setattr(detach, "start_detached", refuse)
     return calls
 
 
@@ -97,11 +98,9 @@ async def until_ready(pilot, wait_for) -> None:
 # -- keys right after a pane switch ------------------------------------------------------------
 @pytest.mark.parametrize("keys", [["j"], ["j", "1"]])
 async def test_text_typed_right_after_a_pane_switch_goes_into_the_filter(
-    make_console, settle, pool_starts, keys
+    console, settle, pool_starts, keys
 ) -> None:
-    app = make_console()
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+    async with console() as (app, pilot):
         await pilot.press("w")
         await settle(pilot)
         await burst(pilot, *keys, "/", *"hostile-clear")
@@ -117,11 +116,9 @@ async def test_text_typed_right_after_a_pane_switch_goes_into_the_filter(
 
 
 async def test_a_pane_switch_moves_the_focus_before_the_next_key(
-    make_console, settle, wait_for, reads
+    console, settle, wait_for, reads
 ) -> None:
-    app = make_console()
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+    async with console() as (app, pilot):
         reads.hold()
         await burst(pilot, "d", "down", "down", "enter")
         await wait_for(pilot, lambda: not app.keys_pending)
@@ -137,11 +134,9 @@ async def test_a_pane_switch_moves_the_focus_before_the_next_key(
 
 # -- dialogs take only keys pressed after they appeared ----------------------------------------
 async def test_no_burst_of_keys_can_start_a_worker_pool(
-    make_console, settle, wait_for, pool_starts
+    console, settle, wait_for, pool_starts
 ) -> None:
-    app = make_console()
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+    async with console() as (app, pilot):
         await burst(pilot, *"hosts", "enter", "enter", "y")
         await settle(pilot)
         assert isinstance(app.screen, StartPoolScreen)
@@ -155,18 +150,16 @@ async def test_no_burst_of_keys_can_start_a_worker_pool(
 
 
 async def test_a_confirmation_ignores_keys_typed_before_it_appeared(
-    make_console, demo_store, settle, wait_for
+    console, demo_store, settle, wait_for
 ) -> None:
-    app = make_console()
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+    async with console() as (app, pilot):
         await burst(pilot, "x", "y")
         await settle(pilot)
         assert isinstance(app.screen, ConfirmScreen)
         await until_ready(pilot, wait_for)
         await pilot.press("n")
         await settle(pilot)
-        assert not demo_store.stop_requested_since(0)
+        assert demo_store.stop_requested_since(0, "any") is None
         await pilot.press("d")
         await settle(pilot)
         await burst(pilot, "R", "tab", "enter", "y")
@@ -180,11 +173,9 @@ async def test_a_confirmation_ignores_keys_typed_before_it_appeared(
 
 
 async def test_the_enqueue_form_ignores_text_typed_before_it_appeared(
-    make_console, demo_store, settle, wait_for
+    console, demo_store, settle, wait_for
 ) -> None:
-    app = make_console()
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+    async with console() as (app, pilot):
         total = sum(demo_store.counts().values())
         await burst(pilot, "n", *"echo hi", "enter")
         await settle(pilot)
@@ -237,11 +228,9 @@ async def test_retry_all_retries_exactly_the_jobs_it_counted(
 
 # -- Enter acts on the rows of the current filter ----------------------------------------------
 async def test_enter_right_after_a_filter_never_opens_a_row_of_the_old_list(
-    make_console, settle, reads
+    console, settle, reads
 ) -> None:
-    app = make_console()
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+    async with console() as (app, pilot):
         table = app.table_for(Pane.JOBS)
         assert table.selected_key not in ("webhook-5521", "sync-crm")
         reads.hold()
@@ -257,11 +246,9 @@ async def test_enter_right_after_a_filter_never_opens_a_row_of_the_old_list(
 
 
 async def test_filter_text_and_enter_in_one_burst_filter_by_all_of_the_text(
-    make_console, settle, wait_for, reads
+    console, settle, wait_for, reads
 ) -> None:
-    app = make_console()
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+    async with console() as (app, pilot):
         reads.hold()
         await burst(pilot, "/", *"curl", "enter", "enter")
         await wait_for(pilot, lambda: not app.keys_pending)
@@ -274,11 +261,9 @@ async def test_filter_text_and_enter_in_one_burst_filter_by_all_of_the_text(
 
 
 async def test_enter_right_after_a_state_tab_never_opens_a_row_of_the_old_tab(
-    make_console, settle, reads
+    console, settle, reads
 ) -> None:
-    app = make_console()
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+    async with console() as (app, pilot):
         reads.hold()
         await burst(pilot, "3", "enter")
         await pilot.pause(0.2)
@@ -339,10 +324,8 @@ async def test_fast_paging_shows_the_page_number_of_the_rows_shown(
 
 
 # -- a running attempt is part of the history --------------------------------------------------
-async def test_a_running_job_shows_its_attempt_in_progress(make_console, settle, wait_for) -> None:
-    app = make_console()
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+async def test_a_running_job_shows_its_attempt_in_progress(console, settle, wait_for) -> None:
+    async with console() as (app, pilot):
         await pilot.press("slash", *"import-orders", "enter")
         await settle(pilot)
         await pilot.press("enter")
@@ -351,7 +334,7 @@ async def test_a_running_job_shows_its_attempt_in_progress(make_console, settle,
         assert isinstance(screen, JobDetailScreen) and screen.job is not None
         job = screen.job
         assert job.state is JobState.PROCESSING and job.attempts == 1
-        attempts = screen.query_one("#attempts")
+        attempts = screen.query_one("#attempts", DataTable)
         assert attempts.row_count == 1
         row = [cell.plain for cell in attempts.get_row_at(0)]
         assert row[0] == "1" and row[1] == "w-build-1" and row[5] == "running"
@@ -361,3 +344,31 @@ async def test_a_running_job_shows_its_attempt_in_progress(make_console, settle,
         assert "No attempts yet" not in output
         # What it printed so far, stderr's line among the rest, each whole.
         assert "[import-orders] step 3/12: parse\nwarning: 3 rows without a price" in output
+
+
+async def test_news_of_a_change_that_arrives_as_the_console_closes_is_let_go(console) -> None:
+    async with console() as (app, _):
+        pass
+    assert not app.screen_stack  # closed: its screens are gone, the listener may still tell
+    app.on_queue_changed(console_module.QueueChanged())  # no error
+
+
+async def test_a_timer_that_fires_as_the_console_closes_is_let_go(console, monkeypatch) -> None:
+    # Textual takes the screen's widgets away one by one (`_close_all`) before it stops the
+    # app's timers: a tick may come when the pane's table is gone and the header is not.
+    fired: list[str] = []
+    close_all = QueueConsole._close_all
+
+    async def a_tick_midway(self: QueueConsole) -> None:
+        await self.table_for(Pane.DEAD).remove()
+        self.tick()
+        self.timed_poll()
+        fired.append("both")
+        await close_all(self)
+
+    monkeypatch.setattr(QueueConsole, "_close_all", a_tick_midway)
+    async with console() as (app, pilot):
+        await pilot.press("d")
+        await pilot.pause()
+        assert app.pane is Pane.DEAD
+    assert fired == ["both"] and not app.screen_stack

@@ -93,3 +93,13 @@ def test_help(snap_compare, make_console, settle) -> None:
 def test_queues_pane(snap_compare, make_console, settle) -> None:
     app = make_console()
     assert snap_compare(app, terminal_size=(100, 30), run_before=_before(settle, "u"))
+
+
+def test_schedules_pane_at_80x24(snap_compare, make_console, settle) -> None:
+    app = make_console()
+    assert snap_compare(app, terminal_size=(80, 24), run_before=_before(settle, "t"))
+
+
+def test_schedules_pane_at_160x50(snap_compare, make_console, settle) -> None:
+    app = make_console()
+    assert snap_compare(app, terminal_size=(160, 50), run_before=_before(settle, "t"))

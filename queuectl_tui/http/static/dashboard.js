@@ -1,5 +1,6 @@
-// The queuectl web dashboard: polls the JSON API about every second and redraws the page the
-// server rendered (queuectl_tui/http/page.py makes the same markup from the same JSON).
+// The queuectl web dashboard: reads the JSON API whenever the server's events (GET /events)
+// say the queue changed, and redraws the page the server rendered (queuectl_tui/http/page.py
+// makes the same markup from the same JSON). Where the events cannot reach it, it polls.
 // Read-only: it only ever sends GET requests. Untrusted text (ids, commands, queue names,
 // errors, output) goes in through text nodes and attributes, never as HTML.
 "use strict";
@@ -10,11 +11,12 @@
 
   const PAGE = Number(root.dataset.pageSize) || 15;
   const DEAD_PAGE = Number(root.dataset.deadPageSize) || 8;
-  const POLL_MS = 750; // a job enqueued now shows within a second, request time included
+  const POLL_MS = 750; // without events: a job enqueued now shows within a second
+  const SLOW_MS = 15000; // with events: read now and then all the same (stale heartbeats)
   const STATS_EVERY_MS = 5000; // per-minute rates move slowly and cost the most to read
   const REQUEST_TIMEOUT_MS = 5000;
   const MAX_BACK = 100;
-  const TABS = ["", "pending", "processing", "failed", "dead", "completed", "cancelled"];
+  const TABS = ["", "pending", "processing", "failed", "dead", "completed", "cancelled", "waiting"];
   const ACTIVE = new Set(["idle", "busy", "stopping"]);
   const CHART = { w: 450, h: 96, top: 16, axis: 16 };
   const SVG_NS = "http://www.w3.org/2000/svg";
@@ -25,8 +27,12 @@
   const parts = {
     counts: $("counts"), tabs: $("tabs"), jobs: $("jobs"), dlq: $("dlq"),
     dlqCount: $("dlq-count"), throughput: $("throughput"), workers: $("workers"),
-    queues: $("queues"),
+    queues: $("queues"), schedules: $("schedules"),
     detail: $("detail"), live: $("live"), note: $("note"),
+  };
+  const signIn = {
+    section: $("sign-in"), form: $("sign-in-form"), input: $("sign-in-token"),
+    error: $("sign-in-error"), out: $("sign-out"),
   };
 
   // -- the view: what the URL asks to see ---------------------------------------------------
@@ -246,7 +252,7 @@
   const deadRows = (page) => page.jobs.map((job) =>
     el("tr", { class: "row st-dead" }, td({ class: "id" }, jobLink(job)),
       td({ class: "mono" }, printable(job.queue)), td({ class: "num" }, tries(job)),
-      td({}, time(job.updated_at)), errorCell(job)));
+      td({}, time(job.finished_at)), errorCell(job)));
 
   function pager(page) {
     const shown = page.jobs.length;
@@ -280,7 +286,7 @@
       el("tr", {},
         td({ class: "id" }, jobLink(job), el("span", { class: "sub" }, printable(job.queue),
           " \u00b7 ", tries(job), " tries")),
-        td({}, time(job.updated_at)), errorCell(job)));
+        td({}, time(job.finished_at)), errorCell(job)));
     const kids = [table("dlq", ["ID", "DIED", "LAST ERROR"], rows, "No dead jobs.")];
     const more = page.total - page.jobs.length;
     if (more > 0) {
@@ -376,13 +382,47 @@
         td({ class: "num" }, number(queue.running) + limit),
         td({ class: "num" }, waited));
     });
-    show(parts.queues, table("queues", ["QUEUE", "STATE", "WAITING", "RUNNING / LIMIT", "WAITED"],
+    show(parts.queues, table("queues", ["QUEUE", "STATE", "WAITING", "RUN / LIMIT", "WAITED"],
       rows, "No queues yet."));
+  }
+
+  function drawSchedules(data) {
+    const rows = data.schedules.map((schedule) => {
+      let when;
+      if (schedule.paused) when = el("span", { class: "scstate" }, "paused");
+      else if (schedule.next_at) {
+        when = el("time", { "data-kind": "until", datetime: schedule.next_at,
+          title: schedule.next_at }, timeText("until", schedule.next_at));
+      } else when = dim("never");
+      const last = schedule.last_job;
+      let lastCell;
+      if (last) lastCell = [jobLink(last), el("span", { class: "sub" }, state(last.state))];
+      else if (schedule.last_job_id) {
+        lastCell = [mono(schedule.last_job_id), el("span", { class: "sub" }, "gone")];
+      } else lastCell = [dim("\u2013")];
+      return el("tr", { class: schedule.paused ? "sc-paused" : "sc-active" },
+        td({}, mono(schedule.name), el("span", { class: "sub" },
+          `${printable(schedule.description)} \u00b7 ${printable(schedule.timezone)}`)),
+        td({ class: "next" }, when),
+        td({}, ...lastCell));
+    });
+    show(parts.schedules, table("schedules", ["SCHEDULE", "NEXT JOB", "LAST JOB"], rows,
+      "No schedules. Add one: queuectl schedule add"));
   }
 
   // -- a job's detail ----------------------------------------------------------------------
   function field(name, ...value) {
     return [el("dt", {}, name), el("dd", {}, ...value)];
+  }
+
+  // Jobs a job runs after, or that run after it: each a link to its page, with its state.
+  function linked(jobs) {
+    return el("span", { class: "linked" }, ...jobs.flatMap((job, n) => [
+      n ? ", " : "",
+      nav(href(view, { job: job.id }), { class: "job-link mono" }, printable(job.id)),
+      " ",
+      job.state ? state(job.state) : dim("deleted"),
+    ]));
   }
 
   function attempt(a) {
@@ -417,7 +457,7 @@
   let live = null;
 
   function stopLive() {
-    if (live) live.source.close();
+    if (live) live.stream.close();
     live = null;
   }
 
@@ -425,25 +465,43 @@
     if (live && live.id === job.id) return live.node;
     stopLive();
     const node = el("pre", { class: "output live", tabindex: "0", "data-keep": "1" });
-    const source = new EventSource("/output/" + encodeURIComponent(job.id) + "?follow=1");
-    live = { id: job.id, node, source };
-    source.addEventListener("output", (event) => {
-      const data = JSON.parse(event.data);
-      const atEnd = node.scrollHeight - node.scrollTop - node.clientHeight < 4;
-      if (data.started) node.replaceChildren();
-      if (data.skipped) {
-        node.append(el("span", { class: "dim" }, `[${data.skipped} bytes not kept]\n`));
-      }
-      for (const piece of data.chunks) {
-        const text = printable(piece.text, false);
-        node.append(piece.stream === "stderr" ? el("span", { class: "stderr" }, text)
-          : document.createTextNode(text));
-      }
-      if (atEnd) node.scrollTop = node.scrollHeight;
+    const stream = openStream("/output/" + encodeURIComponent(job.id) + "?follow=1", {
+      output(text) {
+        const data = JSON.parse(text);
+        const atEnd = node.scrollHeight - node.scrollTop - node.clientHeight < 4;
+        if (data.started) node.replaceChildren();
+        if (data.skipped) {
+          node.append(el("span", { class: "dim" }, `[${data.skipped} bytes not kept]\n`));
+        }
+        for (const piece of data.chunks) {
+          const shown = printable(piece.text, false);
+          node.append(piece.stream === "stderr" ? el("span", { class: "stderr" }, shown)
+            : document.createTextNode(shown));
+        }
+        if (atEnd) node.scrollTop = node.scrollHeight;
+      },
+      end() {
+        // Its last pieces are in: the stored attempt may take its place now.
+        stream.close();
+        if (live && live.stream === stream) live.ended = true;
+        if (cache.job && cache.job.id === job.id) drawDetail(cache.job, false);
+      },
+      down() {
+        // No end is coming over a stream that broke: once the job reads as finished, its
+        // stored attempt is what there is.
+        if (!cache.job || cache.job.id !== job.id || cache.job.state === "processing") return;
+        if (live && live.stream === stream) live.ended = true;
+        drawDetail(cache.job, false);
+      },
     });
-    source.addEventListener("end", () => source.close());
+    live = { id: job.id, node, stream, ended: false };
     return node;
   }
+
+  // A running job's output is followed until its stream has told the end, even once the job
+  // reads as finished: the last lines printed are seen where the others were.
+  const following = (job) =>
+    job.state === "processing" || (live !== null && live.id === job.id && !live.ended);
 
   function drawDetail(job, missing) {
     const layer = parts.detail;
@@ -453,7 +511,7 @@
       layer.replaceChildren();
       return;
     }
-    if (!job || job.state !== "processing") stopLive();
+    if (!job || !following(job)) stopLive();
     const closeUrl = href(view, { job: null });
     const close = nav(closeUrl, { class: "close" }, "Close \u00d7");
     const backdrop = nav(closeUrl, { class: "backdrop", "aria-label": "Close" });
@@ -473,6 +531,12 @@
         fields.push(field("payload", el("code", { class: "wrap" },
           printable(JSON.stringify(job.payload), false))));
       }
+      if (job.cwd) fields.push(field("directory", mono(job.cwd)));
+      if (job.env) { // masked as the API gives it
+        const shown = Object.entries(job.env).map(([name, value]) => `${name}=${value}`);
+        fields.push(field("environment", el("code", { class: "wrap" },
+          printable(shown.join(" "), false))));
+      }
       fields.push(
         field("tries", tries(job), ` (max retries ${job.max_retries})`),
         field("priority", String(job.priority)),
@@ -489,15 +553,22 @@
       if (job.last_error) {
         fields.push(field("last error", el("span", { class: "error" }, printable(job.last_error))));
       }
+      if (job.after && job.after.length) {
+        fields.push(field(job.after_any_end ? "after (any end)" : "after", linked(job.after)));
+      }
+      if (job.dependents && job.dependents.length) {
+        fields.push(field("dependents", linked(job.dependents)));
+      }
       const attempts = [...job.attempt_history].reverse().map(attempt);
       body = [
         el("dl", { class: "fields" }, fields.flat()),
-        job.state === "processing" ? el("h3", {}, `Output of attempt ${job.runs} `,
+        following(job) ? el("h3", {}, `Output of attempt ${job.runs} `,
           dim("as it is printed")) : null,
-        job.state === "processing" ? liveOutput(job) : null,
+        following(job) ? liveOutput(job) : null,
         el("h3", {}, "Attempts ", dim("newest first")),
         el("ol", { class: "attempts" },
-          attempts.length ? attempts : el("p", { class: "empty" }, "Not run yet.")),
+          attempts.length ? attempts : el("p", { class: "empty" },
+            job.state === "processing" ? "None has ended yet." : "Not run yet.")),
       ];
     }
     const title = job ? ["Job ", mono(job.id)] : ["Job"];
@@ -516,13 +587,87 @@
     }
   }
 
+  // -- signing in: a token kept for this tab -------------------------------------------------
+  // Where reads need a token, the server sends this page with a sign-in form and no figures.
+  // The token typed there is kept in the tab's sessionStorage (gone when the tab is closed)
+  // and sent in the Authorization header of every request, streams included: it never goes
+  // into an address, so no history, log or Referer holds it.
+  const TOKEN_KEY = "queuectl-token";
+  const needsSignIn = root.dataset.signIn === "1";
+  let token = null;
+  if (needsSignIn) {
+    try {
+      token = sessionStorage.getItem(TOKEN_KEY);
+    } catch {
+      token = null; // storage refused (a private mode): signing in lasts until a reload
+    }
+  }
+
+  function withToken(headers) {
+    return token ? { ...headers, Authorization: "Bearer " + token } : headers;
+  }
+
+  function showSignIn(message) {
+    root.dataset.signIn = "1";
+    signIn.section.hidden = false;
+    signIn.out.hidden = true;
+    signIn.error.hidden = !message;
+    signIn.error.textContent = message || "";
+    parts.live.className = "live offline";
+    parts.live.textContent = "\u25cf signed out";
+    signIn.input.focus();
+  }
+
+  function forgetToken(message) {
+    token = null;
+    try {
+      sessionStorage.removeItem(TOKEN_KEY);
+    } catch {
+      // nothing was kept
+    }
+    stopStreams();
+    showSignIn(message);
+  }
+
+  if (signIn.form) {
+    signIn.form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const given = signIn.input.value.trim();
+      if (!given) return;
+      token = given;
+      try {
+        await getJSON("/status");
+      } catch (error) {
+        token = null;
+        showSignIn(error.status === 401 ? "That token is not known here."
+          : `Could not sign in: ${error.message}.`);
+        return;
+      }
+      try {
+        sessionStorage.setItem(TOKEN_KEY, given);
+      } catch {
+        // kept in memory only: a reload asks again
+      }
+      signIn.input.value = "";
+      signIn.section.hidden = true;
+      delete root.dataset.signIn;
+      begin();
+    });
+  }
+  if (signIn.out) {
+    signIn.out.addEventListener("click", () => {
+      forgetToken("");
+      location.replace(href(view, { job: null }));
+    });
+  }
+
   async function getJSON(path) {
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), REQUEST_TIMEOUT_MS);
     let response;
     try {
       response = await fetch(path, { cache: "no-store", signal: abort.signal,
-        headers: { Accept: "application/json" } });
+        headers: withToken({ Accept: "application/json" }) });
     } catch (error) {
       const why = error.name === "AbortError" ? "no answer in 5 s" : "cannot reach the server";
       throw new Failure(why, 0);
@@ -537,6 +682,7 @@
     }
     if (!response.ok) {
       const said = body && typeof body.error === "string" ? body.error : response.statusText;
+      if (response.status === 401 && token) forgetToken("The server no longer takes that token.");
       throw new Failure(`the server answered ${response.status}: ${said}`, response.status);
     }
     const date = Date.parse(response.headers.get("date") || "");
@@ -547,8 +693,99 @@
     return body;
   }
 
+  // -- server-sent events, read with fetch so that a token can go in a header ----------------
+  // `handlers` has a function per event name (given the data), and `open` and `down`. A
+  // stream the server ends (its five minutes are up) or that drops is opened again after the
+  // server's `retry`, from the last event id (Last-Event-ID), until it is closed.
+  const streams = new Set();
+
+  function openStream(path, handlers) {
+    const stream = { closed: false, abort: null, lastId: null, retryMs: 1000 };
+    stream.close = () => {
+      stream.closed = true;
+      streams.delete(stream);
+      if (stream.abort) stream.abort.abort();
+    };
+    streams.add(stream);
+    (async () => {
+      while (!stream.closed) {
+        stream.abort = new AbortController();
+        try {
+          const headers = withToken({ Accept: "text/event-stream" });
+          if (stream.lastId !== null) headers["Last-Event-ID"] = stream.lastId;
+          const response = await fetch(path, { cache: "no-store", headers,
+            signal: stream.abort.signal });
+          if (!response.ok || !response.body) {
+            if (response.status === 401 && token) {
+              forgetToken("The server no longer takes that token.");
+            }
+            if (response.status === 503) { // too many streams: as long as it says, at least
+              const after = Number(response.headers.get("retry-after"));
+              stream.retryMs = Math.max(stream.retryMs, (after > 0 ? after : 5) * 1000);
+            }
+            throw new Failure(`the server answered ${response.status}`, response.status);
+          }
+          if (handlers.open) handlers.open();
+          await readEvents(response.body, stream, handlers);
+          if (handlers.down && !stream.closed) handlers.down(new Failure("stream ended", 0));
+        } catch (error) {
+          if (stream.closed) return;
+          if (handlers.down) handlers.down(error);
+          // A refusal that asking again will not change (a 404, a 401): no more tries.
+          if (error.status >= 400 && error.status < 500) {
+            stream.close();
+            return;
+          }
+        }
+        await new Promise((resolve) => setTimeout(resolve, stream.retryMs));
+      }
+    })();
+    return stream;
+  }
+
+  function stopStreams() {
+    for (const stream of [...streams]) stream.close();
+    live = null;
+    events = null;
+    eventsUp = false;
+  }
+
+  async function readEvents(body, stream, handlers) {
+    const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = "";
+    let name = "message";
+    let data = [];
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done || stream.closed) return;
+      buffer += value;
+      let end;
+      while ((end = buffer.indexOf("\n")) >= 0) {
+        const line = buffer.slice(0, end).replace(/\r$/, "");
+        buffer = buffer.slice(end + 1);
+        if (line === "") { // the end of an event
+          const handler = handlers[name];
+          if (data.length && handler) handler(data.join("\n"));
+          name = "message";
+          data = [];
+          if (stream.closed) return;
+          continue;
+        }
+        if (line.startsWith(":")) continue; // a comment: the server keeping the line open
+        const colon = line.indexOf(":");
+        const field = colon < 0 ? line : line.slice(0, colon);
+        const text = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+        if (field === "event") name = text;
+        else if (field === "data") data.push(text);
+        else if (field === "id") stream.lastId = text;
+        else if (field === "retry" && /^[0-9]+$/.test(text)) stream.retryMs = Number(text);
+      }
+    }
+  }
+
   const jobsPath = (state, cursor, limit) => {
-    const params = new URLSearchParams({ limit: String(limit), order: "newest" });
+    const order = state === "dead" ? "ended" : "newest"; // dead letters by time of death
+    const params = new URLSearchParams({ limit: String(limit), order });
     if (state) params.set("state", state);
     if (cursor) params.set("cursor", cursor);
     return "/jobs?" + params.toString();
@@ -598,7 +835,7 @@
     const wantStats = !cache.stats || started - cache.statsAt >= STATS_EVERY_MS;
     const wantJob = asked.job;
     try {
-      const [counts, jobs, dead, workers, stats, job, queues] = await Promise.all([
+      const [counts, jobs, dead, workers, stats, job, queues, schedules] = await Promise.all([
         getJSON("/status"),
         getJSON(jobsPath(asked.state, asked.cursor, PAGE)),
         getJSON(jobsPath("dead", null, DEAD_PAGE)),
@@ -610,6 +847,7 @@
             throw error;
           }),
         getJSON("/queues"),
+        getJSON("/schedules"),
       ]);
       noteClock(workers.workers);
       lastGood = serverNow();
@@ -622,7 +860,7 @@
         cache.jobs = jobs;
         cache.jobsFor = jobsKey(asked);
         cache.job = job && !job.missing ? job : null;
-        draw(jobs, dead, workers, job, queues);
+        draw(jobs, dead, workers, job, queues, schedules);
       }
       setLive(null);
     } catch (error) {
@@ -630,15 +868,17 @@
       if (!(error instanceof Failure)) console.warn(error);
     } finally {
       busy = false;
-      const wait = rerun ? 0 : Math.max(100, POLL_MS - (Date.now() - started));
+      const every = eventsUp ? SLOW_MS : POLL_MS;
+      const wait = rerun ? 0 : Math.max(100, every - (Date.now() - started));
       rerun = false;
       // A tab out of sight asks nothing of the server; it reads again when shown.
-      timer = document.hidden ? 0 : setTimeout(poll, wait);
+      timer = document.hidden || (needsSignIn && !token) ? 0 : setTimeout(poll, wait);
     }
   }
 
-  function draw(jobs, dead, workers, job, queues) {
+  function draw(jobs, dead, workers, job, queues, schedules) {
     if (changed("queues", queues)) drawQueues(queues);
+    if (changed("schedules", schedules)) drawSchedules(schedules);
     if (changed("counts", cache.counts)) drawCounts(cache.counts);
     if (cache.stats && changed("stats", cache.stats)) drawThroughput(cache.stats);
     if (changed("jobs", jobs)) drawJobs(jobs);
@@ -648,12 +888,41 @@
   }
 
   function pollSoon() {
+    if (needsSignIn && !token) return;
     if (busy) {
       rerun = true;
       return;
     }
     clearTimeout(timer);
+    if (document.hidden) return; // read when shown again
     poll();
+  }
+
+  // The queue's changes, as the server hears of them: each one is a read (the server tells
+  // at most two a second). While they cannot come, the page polls.
+  let eventsUp = false;
+  let events = null;
+
+  function listen() {
+    if (events || document.hidden) return;
+    events = openStream("/events", {
+      open() {
+        eventsUp = true;
+      },
+      change() {
+        pollSoon();
+      },
+      down() {
+        eventsUp = false;
+        pollSoon();
+      },
+    });
+  }
+
+  function begin() {
+    if (token) signIn.out.hidden = false;
+    listen();
+    pollSoon();
   }
 
   // -- navigation: links carry the view in their URL; with the script they redraw in place ---
@@ -685,8 +954,17 @@
     if (event.key === "Escape" && view.job !== null) go({ ...view, job: null }, true);
   });
   window.addEventListener("popstate", () => go(viewFrom(location.search), false));
+  // A tab out of sight keeps no stream open (a browser opens six at most to one server) and
+  // reads nothing; shown again, it listens and reads at once.
   document.addEventListener("visibilitychange", () => {
-    if (!document.hidden) pollSoon();
+    if (document.hidden) {
+      if (events) events.close();
+      events = null;
+      eventsUp = false;
+    } else if (!needsSignIn || token) {
+      listen();
+      pollSoon();
+    }
   });
 
   // Ages and countdowns tick between polls, and on while the server is away.
@@ -697,5 +975,10 @@
     }
   }, 1000);
 
-  poll();
+  if (needsSignIn && !token) showSignIn("");
+  else {
+    if (signIn.section) signIn.section.hidden = true;
+    delete root.dataset.signIn;
+    begin();
+  }
 })();

@@ -14,14 +14,12 @@ import psycopg
 from psycopg import errors as pg_errors
 
 from ...models import JobSpec
-from ..admission import insert_values
+from ..admission import INSERT_COLUMNS, insert_values
 from ..base import BulkEnqueueResult, DuplicateJobError
+from .submit import insert_one
 
-# In the order of admission.insert_values; a new job's state is the column's default, pending.
-_COLUMNS = (
-    "id, command, priority, run_at, max_retries, timeout, idempotency_key, "
-    "created_at, updated_at, queue, job_type, payload"
-)
+# A new job's state is the column's default, pending.
+_COLUMNS = ", ".join(INSERT_COLUMNS)
 _STAGING = "queuectl_bulk_staging"
 
 
@@ -33,7 +31,8 @@ def insert_batches(
 ) -> BulkEnqueueResult:
     """Insert every batch, inside the caller's transaction. Each is copied on a helper thread
     while the next is produced (read and validated) here: the server's work on one batch and
-    ours on the next overlap, as psycopg releases the GIL while it waits on the server."""
+    ours on the next overlap, as psycopg releases the GIL while it waits on the server. A
+    batch with jobs that run after others goes a job at a time (`insert_one`), in order."""
     from concurrent.futures import Future, ThreadPoolExecutor  # here: not on every start
 
     # The input may come slowly (a pipe): the transaction waits for it without a time limit.
@@ -49,6 +48,11 @@ def insert_batches(
                     continue
                 if running is not None:
                     created += running.result()
+                    running = None
+                if any(spec.after for spec in batch):  # in order: one may run after another
+                    for spec in batch:
+                        created += insert_one(conn, spec, default_max_retries, now).created
+                    continue
                 running = pool.submit(_insert, conn, batch, default_max_retries, now, staged)
             if running is not None:
                 created, running = created + running.result(), None

@@ -14,11 +14,13 @@ from typing import Any
 
 import psycopg
 
-from ...lifecycle import RetryPolicy, after_attempt
-from ...models import Job, JobState, Outcome
-from ..base import Exchange, Settlement, SettleResult
+from ...lifecycle import RetryPolicy
+from ...models import FINISHED_STATES, Job, JobState, Outcome
+from .. import dependencies
+from ..base import ClaimRequest, Exchange, Settlement, SettleResult
 from ..rows import JOBS
-from ..settling import WorkerTouch, error_group, tally
+from ..settling import WorkerTouch, error_group, lost_run, step_after, tally
+from .links import PostgresLinks
 from .statements import SQL
 
 Conn = psycopg.Connection[Any]
@@ -41,6 +43,21 @@ class _Attempts:
 
     rows: list[tuple[Any, ...]]
 
+    # The columns of record_attempts, each an array of one value per attempt.
+    COLUMNS = (
+        "job_seq",
+        "queue",
+        "number",
+        "worker_id",
+        "scheduled_at",
+        "started_at",
+        "finished_at",
+        "exit_code",
+        "outcome",
+        "output",
+        "error",
+    )
+
     def add(self, settlement: Settlement, queue: str, scheduled_at: int) -> None:
         job = settlement.job
         self.rows.append(
@@ -61,26 +78,23 @@ class _Attempts:
 
     def insert(self, conn: Conn) -> None:
         if self.rows:
-            conn.execute(
-                SQL["record_attempts"], [list(column) for column in zip(*self.rows, strict=True)]
-            )
+            columns = zip(*self.rows, strict=True)
+            params = dict(zip(self.COLUMNS, map(list, columns), strict=True))
+            conn.execute(SQL["record_attempts"], params)
 
 
 def exchange(
-    conn: Conn,
-    settlements: Sequence[Settlement],
-    claimants: Sequence[str],
-    pid: int,
-    now: int,
-    policy: RetryPolicy,
-    queues: Sequence[str] | None = None,
-    under_limits: bool = True,
-) -> tuple[Exchange, bool]:
+    conn: Conn, request: ClaimRequest, under_limits: bool = True
+) -> tuple[Exchange, bool, list[str]]:
     """Settle and claim in one transaction: the runs that did not complete first, by the
     lifecycle's rules; then the completed ones, the claims and the workers' rows in one
-    statement (see `exchange` in queries.sql). Returns what it did, and whether a queue with
-    a limit was open to the pool: then the claims are made the slower way, here when
-    `under_limits`, else by the caller (who must, in a transaction: see claim_under_limits)."""
+    statement (see `exchange` in queries.sql). Returns what it did, whether a queue with
+    a limit was open to the pool, and the completed jobs whose children are still to move.
+
+    `under_limits`: in a transaction, where claims under a queue's limit are made the slower
+    way, and children move, here. Else the statement alone, its own transaction (the hot
+    path): the caller does both, in a transaction (claim_under_limits, free_children)."""
+    settlements, claimants, now = request.settlements, request.claimants, request.now
     if len(claimants) > MOST_CLAIMANTS:
         raise ValueError(f"one exchange claims for at most {MOST_CLAIMANTS} workers")
     # Job rows are locked in seq order (as recovery locks them), whatever order runs ended in.
@@ -89,19 +103,21 @@ def exchange(
     others = [s for s in in_seq_order if s.outcome is not Outcome.COMPLETED]
     results: dict[int, SettleResult] = {}
     touched: dict[str, WorkerTouch] = {}
+    ended: list[tuple[str, str]] = []  # jobs others run after, ended
     if others:
         # Worker rows before job rows, as the statement below and recovery take them.
         owners = {s.job.worker_id for s in settlements if s.job.worker_id} | set(claimants)
-        conn.execute(SQL["lock_workers"], (sorted(owners),))
-        settled_others = settle(conn, others, policy)
+        conn.execute(SQL["lock_workers"], {"ids": sorted(owners)})
+        settled_others = settle(conn, others, request.policy, ended)
         touched = tally(others, settled_others)
         results = {id(s): r for s, r in zip(others, settled_others, strict=True)}
     cursor = conn.execute(
-        SQL["exchange"], exchange_parameters(completed, claimants, pid, now, queues, touched)
+        SQL["exchange"],
+        exchange_parameters(completed, claimants, request.pid, now, request.queues, touched),
     )
     rows = cursor.fetchall()
-    limited, settled_seqs = rows[0][0], set(rows[0][1])
-    taken = [row for row in rows if row[2] is not None]  # no claim: the head row alone
+    limited, settled_seqs, freeing = rows[0][0], set(rows[0][1]), rows[0][2]
+    taken = [row for row in rows if row[3] is not None]  # no claim: the head row alone
     jobs = JOBS.from_rows(SQL["exchange"], taken, cursor.description or [])
     for settlement in completed:
         settled = settlement.job.seq in settled_seqs
@@ -110,10 +126,22 @@ def exchange(
             if settled
             else SettleResult(None, None)  # fenced out: recovered meanwhile (counted late)
         )
+    assert under_limits or not ended  # the hot path settles completed runs only
+    if under_limits:  # in a transaction: the children of what ended move now
+        dependencies.parents_ended(PostgresLinks(conn), ended, now)
+        free_children(conn, freeing, now)
+        freeing = []
     claimed = {job.worker_id: job for job in jobs if job.worker_id is not None}
     if limited and claimants and under_limits:
-        claimed = claim_under_limits(conn, claimants, pid, now, queues)
-    return Exchange([results[id(s)] for s in settlements], claimed), bool(limited)
+        claimed = claim_under_limits(conn, claimants, request.pid, now, request.queues)
+    return Exchange([results[id(s)] for s in settlements], claimed), bool(limited), freeing
+
+
+def free_children(conn: Conn, completed: Sequence[str], now: int) -> None:
+    """Move the children of jobs the exchange statement completed (their links say so)."""
+    if completed:
+        ended = [(job_id, JobState.COMPLETED.value) for job_id in completed]
+        dependencies.parents_ended(PostgresLinks(conn), ended, now, links_ended=True)
 
 
 def exchange_parameters(
@@ -163,14 +191,14 @@ def claim_under_limits(
     if claimed:
         conn.execute(
             SQL["touch_workers"],
-            (
-                now,
-                list(claimed),
-                [job.id for job in claimed.values()],
-                [0] * len(claimed),
-                [0] * len(claimed),
-                ["busy"] * len(claimed),
-            ),
+            {
+                "now": now,
+                "id": list(claimed),
+                "job": [job.id for job in claimed.values()],
+                "done": [0] * len(claimed),
+                "failed": [0] * len(claimed),
+                "status": ["busy"] * len(claimed),
+            },
         )
     return claimed
 
@@ -189,8 +217,8 @@ def _closed_and_limited(
             limited.append(name)
     room: dict[str, int] = {}
     if limited:
-        limits = dict(conn.execute(SQL["lock_limited_queues"], (limited,)).fetchall())
-        running = dict(conn.execute(SQL["running_in_queues"], (list(limits),)).fetchall())
+        limits = dict(conn.execute(SQL["lock_limited_queues"], {"queues": limited}).fetchall())
+        running = dict(conn.execute(SQL["running_in_queues"], {"queues": list(limits)}).fetchall())
         for name, max_running in limits.items():
             room[name] = max(0, max_running - running.get(name, 0))
             if room[name] == 0:
@@ -239,54 +267,58 @@ def _active_workers(conn: Conn, worker_ids: Sequence[str]) -> list[str]:
 
 
 def settle(
-    conn: Conn, settlements: Sequence[Settlement], policy: RetryPolicy
+    conn: Conn,
+    settlements: Sequence[Settlement],
+    policy: RetryPolicy,
+    ended: list[tuple[str, str]],
 ) -> list[SettleResult]:
     """Record each run that did not complete, fenced, by the lifecycle's rules (completed
-    runs are recorded by the exchange statement), with their attempts in one insert."""
+    runs are recorded by the exchange statement), with their attempts in one insert. Jobs
+    that ended and that others run after are added to `ended` (see free_dependents)."""
     attempts = _Attempts([])
-    results = [_settle_other(conn, settlement, policy, attempts) for settlement in settlements]
+    results = [
+        _settle_other(conn, settlement, policy, attempts, ended) for settlement in settlements
+    ]
     attempts.insert(conn)
     late = sum(result.state is None for result in results)
     if late:
-        conn.execute(SQL["add_to_counter"], ("late_results", late))
+        conn.execute(SQL["add_to_counter"], {"name": "late_results", "n": late})
     return results
 
 
 def _settle_other(
-    conn: Conn, settlement: Settlement, policy: RetryPolicy, attempts: _Attempts
+    conn: Conn,
+    settlement: Settlement,
+    policy: RetryPolicy,
+    attempts: _Attempts,
+    ended: list[tuple[str, str]],
 ) -> SettleResult:
     """A run that did not complete: where its job goes is the lifecycle's rule."""
     assert settlement.outcome is not Outcome.COMPLETED  # the exchange statement's
     job = settlement.job
-    row = conn.execute(SQL["job_to_settle"], (job.seq, job.worker_id, job.runs)).fetchone()
+    fence = {"seq": job.seq, "worker_id": job.worker_id, "runs": job.runs}
+    row = conn.execute(SQL["job_to_settle"], fence).fetchone()
     if row is None:
         return _recorded_before(conn, settlement)
-    scheduled_at, spent, max_retries, cancel_requested, queue = row
+    scheduled_at, spent, max_retries, cancel_requested, queue, has_dependents = row
     now = settlement.finished_at
-    step = after_attempt(
-        settlement.outcome,
-        attempts=spent,
-        max_retries=max_retries,
-        scheduled_at=scheduled_at,
-        now=now,
-        policy=policy,
-        cancel_requested=bool(cancel_requested),
-    )
+    step = step_after(settlement, (scheduled_at, spent, max_retries, cancel_requested), policy)
     conn.execute(
         SQL["settle_job"],
-        (
-            step.state.value,
-            step.run_at,
-            step.attempts,
-            now,
-            settlement.exit_code,
-            text(settlement.error),
-            text(error_group(settlement, step.state)),
-            now,
-            job.seq,
-        ),
+        {
+            "state": step.state.value,
+            "run_at": step.run_at,
+            "attempts": step.attempts,
+            "now": now,
+            "exit_code": settlement.exit_code,
+            "error": text(settlement.error),
+            "error_group": text(error_group(settlement, step.state)),
+            "seq": job.seq,
+        },
     )
     attempts.add(settlement, queue, scheduled_at)
+    if has_dependents and step.state in FINISHED_STATES:
+        ended.append((job.id, step.state.value))
     return SettleResult(step.state, step.run_at)
 
 
@@ -297,9 +329,13 @@ def _recorded_before(conn: Conn, settlement: Settlement) -> SettleResult:
     job = settlement.job
     if settlement.outcome is Outcome.LOST:
         return SettleResult(None, None)
-    row = conn.execute(
-        SQL["recorded_run"], (job.seq, job.runs, job.worker_id, settlement.outcome.value)
-    ).fetchone()
+    ran = {
+        "seq": job.seq,
+        "runs": job.runs,
+        "worker_id": job.worker_id,
+        "outcome": settlement.outcome.value,
+    }
+    row = conn.execute(SQL["recorded_run"], ran).fetchone()
     if row is None:
         return SettleResult(None, None)  # fenced out: recovered meanwhile
     state = JobState(row[0])
@@ -316,8 +352,11 @@ def hand_back_unseen(
     but that their pool never heard it claimed: an exchange whose answer was lost may have
     committed claims for them. Fenced by owner and run (the rows are locked first), so a job
     recovered or settled meanwhile is left as it is. Returns how many went back."""
-    conn.execute(SQL["lock_workers"], (sorted(set(worker_ids)),))
-    unseen = JOBS.all(conn, SQL["unseen_claims"], (sorted(set(worker_ids)), list(settling)))
+    owners = sorted(set(worker_ids))
+    conn.execute(SQL["lock_workers"], {"ids": owners})
+    unseen = JOBS.all(
+        conn, SQL["unseen_claims"], {"worker_ids": owners, "settling": list(settling)}
+    )
     if not unseen:
         return 0
     back = [
@@ -331,7 +370,9 @@ def hand_back_unseen(
         )
         for job in unseen
     ]
-    settle(conn, back, policy)
+    ended: list[tuple[str, str]] = []  # a job whose cancel was asked for ends cancelled
+    settle(conn, back, policy, ended)
+    dependencies.parents_ended(PostgresLinks(conn), ended, now)
     return len(unseen)
 
 
@@ -339,30 +380,26 @@ def recover_orphans(
     conn: Conn, dead_worker_ids: Sequence[str], policy: RetryPolicy, now: int
 ) -> list[Job]:
     """Mark the workers lost, then settle every job in flight without an active owner as lost.
-    Pools recovering at once take turns (an advisory lock), so each job is recovered once."""
+    Pools recovering at once take turns (an advisory lock), so each job is recovered once.
+    Jobs left waiting for parents that have ended move too (dependencies.sweep)."""
     conn.execute(SQL["recovery_lock"])
     if dead_worker_ids:
         dead = sorted(set(dead_worker_ids))
-        conn.execute(SQL["lock_workers"], (dead,))  # worker rows first, as an exchange
-        conn.execute(SQL["mark_workers_lost"], (now, dead))
+        conn.execute(SQL["lock_workers"], {"ids": dead})  # worker rows first, as an exchange
+        conn.execute(SQL["mark_workers_lost"], {"now": now, "ids": dead})
+    # A pool that died between its exchange and moving the children of what it completed
+    # (the hot path's two transactions) left them waiting: they move now.
+    dependencies.sweep(PostgresLinks(conn), now)
     orphans = JOBS.all(conn, SQL["orphaned_jobs"])
     if not orphans:
         return []
-    lost = [
-        Settlement(
-            job=job,
-            outcome=Outcome.LOST,
-            exit_code=None,
-            output="",
-            error=f"worker {job.worker_id} (pid {job.worker_pid}) was lost mid-job",
-            finished_at=now,
-        )
-        for job in orphans
-    ]
-    settle(conn, lost, policy)
+    lost = [lost_run(job, now) for job in orphans]
+    ended: list[tuple[str, str]] = []
+    settle(conn, lost, policy, ended)
+    dependencies.parents_ended(PostgresLinks(conn), ended, now)
     recovered = []
     for job in orphans:
-        after = JOBS.first(conn, SQL["job_by_seq"], (job.seq,))
+        after = JOBS.first(conn, SQL["job_by_seq"], {"seq": job.seq})
         assert after is not None  # settled, not deleted
         recovered.append(after)
     return recovered

@@ -22,6 +22,7 @@ from psycopg_pool.base import AttemptWithBackoff
 
 from ..base import StoreBusyError, StoreError
 from . import schema
+from .clock import clock_of
 from .statements import SQL
 from .url import Target
 
@@ -46,7 +47,6 @@ UNREACHABLE_WAIT = 0.5
 RECONNECT_EVERY = 0.25
 POOL_SIZE = 8  # connections at most, shared by the stores of one process
 CHECK_IDLE_AFTER = 1.0  # seconds idle after which a connection is checked before it is lent
-CLOCK_RESYNC = 10.0  # seconds between two readings of the database's clock
 CLOCK_WAIT = 2.0  # seconds a new reading may wait for a connection when there is an old one
 # A host frozen (SIGSTOP, a paused VM) inside one of its transactions holds that
 # transaction's row locks: the server ends such a session after this long, so that the other
@@ -97,9 +97,7 @@ class Database:
         )
         self._users = 0
         self._schema_checked = False  # once per process and queue
-        self._clock_lock = threading.Lock()
-        self._anchor: tuple[int, float] | None = None  # (database ms, our monotonic s)
-        self._clock_reading = False  # a caller is reading the clock now
+        self._clock = clock_of(target.conninfo)
         self._unreachable = False  # a probe found the server gone; cleared by a connection
         self._probed_at = -PROBE_FRESH  # when a probe last reached the server (monotonic)
 
@@ -217,43 +215,9 @@ class Database:
 
     # -- the clock ---------------------------------------------------------------------------
     def now(self) -> int:
-        """The database's clock in ms, read every CLOCK_RESYNC seconds and carried forward by
-        this host's monotonic clock meanwhile: every host reads one clock, whatever its own
-        says, at the cost of one query per CLOCK_RESYNC. One caller reads it again while the
-        others go on with the last reading, so a slow or unreachable server never holds up a
-        caller that has one."""
-        with self._clock_lock:
-            anchor = self._anchor
-            due = anchor is None or time.monotonic() - anchor[1] > CLOCK_RESYNC
-            reread = due and not self._clock_reading
-            if reread:
-                self._clock_reading = True
-        if reread:
-            try:
-                fresh = self._read_clock(DEFAULT_WAIT if anchor is None else CLOCK_WAIT)
-            except StoreError:
-                if anchor is None:
-                    raise
-                fresh = None  # carry on with the last reading; try again next time
-            finally:
-                with self._clock_lock:
-                    self._clock_reading = False
-            if fresh is not None:
-                with self._clock_lock:
-                    self._anchor = anchor = fresh
-        if anchor is None:  # another caller is taking the first reading: use it
-            return self._first_reading()
-        db_ms, at = anchor
-        return db_ms + round((time.monotonic() - at) * 1000)
-
-    def _first_reading(self) -> int:
-        deadline = time.monotonic() + DEFAULT_WAIT
-        while self._anchor is None and self._clock_reading and time.monotonic() < deadline:
-            time.sleep(0.001)
-        anchor = self._anchor
-        if anchor is None:
-            return self.now()  # the first reading failed: try it ourselves
-        return anchor[0] + round((time.monotonic() - anchor[1]) * 1000)
+        """The database server's clock in ms (see clock.py: one reading per server and
+        process, carried forward by this host's monotonic clock)."""
+        return self._clock.now(self._read_clock, DEFAULT_WAIT, CLOCK_WAIT)
 
     def _read_clock(self, wait: float) -> tuple[int, float]:
         with self.connection(wait) as conn:

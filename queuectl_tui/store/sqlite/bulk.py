@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ...models import JobSpec
 from ..base import BulkEnqueueResult
 from .statements import SQL
+from .submit import insert_one
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -28,6 +29,8 @@ _COLUMNS = (
     ("queue", 7, "'default'"),
     ("job_type", 8, "NULL"),
     ("payload", 9, "NULL"),
+    ("cwd", 11, "NULL"),  # 10, a delay, is a run_at by now
+    ("env", 12, "NULL"),
 )
 _QUEUE = 7
 _DEFAULTS = JobSpec("", "")
@@ -49,36 +52,67 @@ def insert_batches(
 ) -> BulkEnqueueResult:
     """Insert every batch, inside the caller's write transaction. Each is inserted on a helper
     thread (three times faster than binding rows from Python): SQLite releases the GIL while
-    it works, so the next batch is produced and encoded meanwhile. Raises RepeatedId."""
+    it works, so the next batch is produced and encoded meanwhile. A batch with jobs that run
+    after others goes a job at a time, in order (a job may run after one above it). Raises
+    RepeatedId (DuplicateJobError or UnknownParent from a batch that went a job at a time)."""
     from concurrent.futures import ThreadPoolExecutor  # here: not on every command's start
 
     taken: list[Sequence[JobSpec]] = []
+    counted = _Counted(conn)
     created = 0
-    named_queues = False  # whether some job names a queue other than the default
-    before = conn.execute(SQL["last_seq"]).fetchone()[0]
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="queuectl-insert") as pool:
         running: Future[int] | None = None
         try:
             for batch in batches:
                 taken.append(batch)
-                sql, payload, names_queues = _statement(batch)
-                named_queues = named_queues or names_queues
+                if any(spec.after for spec in batch):
+                    if running is not None:
+                        counted.inserted(running.result())
+                        running = None
+                    created += counted.count()
+                    for spec in batch:
+                        created += insert_one(conn, spec, default_max_retries, now).created
+                    counted = _Counted(conn)
+                    continue
+                sql, payload, names_queues = _statement(batch)  # while the last one inserts
+                counted.named_queues = counted.named_queues or names_queues
                 if running is not None:
-                    created += running.result()
+                    counted.inserted(running.result())
                 running = pool.submit(_insert, conn, sql, payload, now, default_max_retries)
             if running is not None:
-                created, running = created + running.result(), None
+                counted.inserted(running.result())
+                running = None
         except sqlite3.IntegrityError:
             raise RepeatedId(taken) from None
         finally:
             if running is not None:  # the input failed: let the insert end first
                 running.exception()
-    if created and named_queues:
-        conn.execute(SQL["count_inserted_since"], (before,))
-    elif created:
-        conn.execute(SQL["count_inserted"], (_DEFAULTS[_QUEUE], created))
+    created += counted.count()
     offered = sum(len(batch) for batch in taken)
     return BulkEnqueueResult(created=created, existing=offered - created)
+
+
+class _Counted:
+    """The per-queue counts of the jobs inserted by whole batches since it was made, added
+    once (a per-row trigger would cost a third of the insert)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self._before = conn.execute(SQL["last_seq"]).fetchone()[0]
+        self._created = 0
+        self.named_queues = False  # whether some job names a queue other than the default
+
+    def inserted(self, created: int) -> None:
+        self._created += created
+
+    def count(self) -> int:
+        """Add the counts; how many jobs that was."""
+        created, self._created = self._created, 0
+        if created and self.named_queues:
+            self._conn.execute(SQL["count_inserted_since"], {"after_seq": self._before})
+        elif created:
+            self._conn.execute(SQL["count_inserted"], {"queue": _DEFAULTS[_QUEUE], "n": created})
+        return created
 
 
 def _insert(conn: sqlite3.Connection, sql: str, payload: str, now: int, max_retries: int) -> int:

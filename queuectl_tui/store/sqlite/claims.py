@@ -7,33 +7,32 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from ...lifecycle import RetryPolicy, after_attempt
-from ...models import Job, JobState, Outcome
-from ..base import Exchange, Settlement, SettleResult
+from ...lifecycle import RetryPolicy
+from ...models import FINISHED_STATES, Job, JobState, Outcome
+from .. import dependencies
+from ..base import ClaimRequest, Exchange, Settlement, SettleResult
 from ..rows import JOBS
-from ..settling import WorkerTouch, error_group, tally
+from ..settling import WorkerTouch, error_group, lost_run, step_after, tally
 from . import ready
+from .links import SqliteLinks
 from .statements import SQL, chunks, with_list
 
 
-def exchange(
-    conn: sqlite3.Connection,
-    settlements: Sequence[Settlement],
-    claimants: Sequence[str],
-    pid: int,
-    now: int,
-    policy: RetryPolicy,
-    queues: Sequence[str] | None = None,
-) -> Exchange:
+def exchange(conn: sqlite3.Connection, request: ClaimRequest) -> Exchange:
     """Record each settlement, then claim a job for each claimant while there are any (from
     `queues` only, if given)."""
-    settled = [_settle_one(conn, settlement, policy) for settlement in settlements]
+    settlements, now, pid = request.settlements, request.now, request.pid
+    ended: list[tuple[str, str]] = []
+    settled = [_settle_one(conn, s, request.policy, ended) for s in settlements]
+    if ended:  # before the claims: a job they free may be claimed at once
+        dependencies.parents_ended(SqliteLinks(conn), ended, now)
     touched = tally(settlements, settled)
     claimed: dict[str, Job] = {}
-    workers = _active_workers(conn, claimants)
-    open_queues = claimable_queues(conn, queues) if workers else {}
+    workers = _active_workers(conn, request.claimants)
+    open_queues = claimable_queues(conn, request.queues) if workers else {}
     for worker_id in workers:
-        job = _claim_one(conn, open_queues, (worker_id, pid, now, now), now)
+        owner = {"worker_id": worker_id, "worker_pid": pid, "now": now}
+        job = _claim_one(conn, open_queues, owner, now)
         if job is None:
             break
         claimed[worker_id] = job
@@ -41,14 +40,14 @@ def exchange(
     conn.executemany(
         SQL["touch_worker"],
         [
-            (
-                None if touch.job is None else touch.job.id,
-                now,
-                touch.done,
-                touch.failed,
-                "idle" if touch.job is None else "busy",
-                worker_id,
-            )
+            {
+                "current_job": None if touch.job is None else touch.job.id,
+                "now": now,
+                "done": touch.done,
+                "failed": touch.failed,
+                "status": "idle" if touch.job is None else "busy",
+                "id": worker_id,
+            }
             for worker_id, touch in touched.items()
         ],
     )
@@ -80,7 +79,7 @@ def has_due_work(conn: sqlite3.Connection, served: Sequence[str] | None, now: in
 def _claim_one(
     conn: sqlite3.Connection,
     open_queues: dict[str, int | None],
-    owner: tuple[str, int, int, int],
+    owner: dict[str, object],
     now: int,
 ) -> Job | None:
     """Take the best due job among `open_queues` (updated: a queue with nothing due, or at
@@ -89,7 +88,7 @@ def _claim_one(
         job = None
         if len(open_queues) == 1:  # the common case: one statement finds and takes it
             [name] = open_queues
-            job = JOBS.first(conn, SQL["claim_next"], (*owner, name, now))
+            job = JOBS.first(conn, SQL["claim_next"], {**owner, "queue": name})
         if job is None:
             best: tuple[int, int, int] | None = None
             chosen = ""
@@ -104,7 +103,7 @@ def _claim_one(
             if best is None:
                 return None
             name = chosen
-            job = JOBS.first(conn, SQL["claim_seq"], (*owner, best[2]))
+            job = JOBS.first(conn, SQL["claim_seq"], {**owner, "seq": best[2]})
         if job is None:
             del open_queues[name]
             continue
@@ -124,20 +123,19 @@ def recover_orphans(
     """Mark the workers lost, then settle every job in flight without an active owner as lost."""
     for chunk in chunks(list(dead_worker_ids)):
         conn.execute(with_list("mark_workers_lost", len(chunk)), (now, *chunk))
+    # Jobs left waiting for parents that have ended move (dependencies.sweep: on SQLite a
+    # parent's end and its children's move share a transaction, so only a file changed by
+    # hand, or by a version that crashed between the two, leaves any).
+    dependencies.sweep(SqliteLinks(conn), now)
     recovered: list[Job] = []
+    ended: list[tuple[str, str]] = []
     for job in JOBS.all(conn, SQL["orphaned_jobs"]):
-        lost = Settlement(
-            job=job,
-            outcome=Outcome.LOST,
-            exit_code=None,
-            output="",
-            error=f"worker {job.worker_id} (pid {job.worker_pid}) was lost mid-job",
-            finished_at=now,
-        )
-        _settle_one(conn, lost, policy)
-        after = JOBS.first(conn, SQL["job_by_seq"], (job.seq,))
+        _settle_one(conn, lost_run(job, now), policy, ended)
+        after = JOBS.first(conn, SQL["job_by_seq"], {"seq": job.seq})
         assert after is not None  # settled, not deleted
         recovered.append(after)
+    if ended:
+        dependencies.parents_ended(SqliteLinks(conn), ended, now)
     return recovered
 
 
@@ -157,67 +155,64 @@ def _active_workers(conn: sqlite3.Connection, worker_ids: Sequence[str]) -> list
 def _late(conn: sqlite3.Connection) -> SettleResult:
     """A result the fence turned away (its job was recovered meanwhile): it changes nothing
     but the count of late results."""
-    conn.execute(SQL["add_to_counter"], (1, "late_results"))
+    conn.execute(SQL["add_to_counter"], {"name": "late_results", "n": 1})
     return SettleResult(None, None)
 
 
 def _settle_one(
-    conn: sqlite3.Connection, settlement: Settlement, policy: RetryPolicy
+    conn: sqlite3.Connection,
+    settlement: Settlement,
+    policy: RetryPolicy,
+    ended: list[tuple[str, str]],
 ) -> SettleResult:
+    """Record one run, fenced; a job that ended and has dependents is added to `ended`."""
     job = settlement.job
     now = settlement.finished_at
     outcome = settlement.outcome
-    fence = (job.seq, job.worker_id, job.runs)  # see complete_job in queries.sql
+    fence = {"seq": job.seq, "worker_id": job.worker_id, "runs": job.runs}  # see complete_job
     if outcome is Outcome.COMPLETED:
-        row = conn.execute(
-            SQL["complete_job"], (now, settlement.exit_code, settlement.error, now, *fence)
-        ).fetchone()
+        ended_run = {"now": now, "exit_code": settlement.exit_code, "error": settlement.error}
+        row = conn.execute(SQL["complete_job"], {**ended_run, **fence}).fetchone()
         if row is None:
             return _late(conn)
-        state, scheduled_at = JobState.COMPLETED, row[0]
+        state, scheduled_at, has_dependents = JobState.COMPLETED, row[0], row[1]
         run_at = scheduled_at
     else:
         row = conn.execute(SQL["job_to_settle"], fence).fetchone()
         if row is None:
             return _late(conn)
-        scheduled_at, attempts, max_retries, cancel_requested = row
-        step = after_attempt(
-            outcome,
-            attempts=attempts,
-            max_retries=max_retries,
-            scheduled_at=scheduled_at,
-            now=now,
-            policy=policy,
-            cancel_requested=bool(cancel_requested),
-        )
+        scheduled_at, attempts, max_retries, cancel_requested, has_dependents = row
+        fenced = (scheduled_at, attempts, max_retries, cancel_requested)
+        step = step_after(settlement, fenced, policy)
         state, run_at, attempts = step.state, step.run_at, step.attempts
         conn.execute(
             SQL["settle_job"],
-            (
-                state.value,
-                run_at,
-                attempts,
-                now,
-                settlement.exit_code,
-                settlement.error,
-                error_group(settlement, state),
-                now,
-                job.seq,
-            ),
+            {
+                "state": state.value,
+                "run_at": run_at,
+                "attempts": attempts,
+                "now": now,
+                "exit_code": settlement.exit_code,
+                "error": settlement.error,
+                "error_group": error_group(settlement, state),
+                "seq": job.seq,
+            },
         )
     conn.execute(
         SQL["record_attempt"],
-        (
-            job.seq,
-            job.runs,
-            job.worker_id,
-            scheduled_at,
-            job.claimed_at or now,
-            now,
-            settlement.exit_code,
-            outcome.value,
-            settlement.output,
-            settlement.error,
-        ),
+        {
+            "job_seq": job.seq,
+            "number": job.runs,
+            "worker_id": job.worker_id,
+            "scheduled_at": scheduled_at,
+            "started_at": job.claimed_at or now,
+            "finished_at": now,
+            "exit_code": settlement.exit_code,
+            "outcome": outcome.value,
+            "output": settlement.output,
+            "error": settlement.error,
+        },
     )
+    if has_dependents and state in FINISHED_STATES:
+        ended.append((job.id, state.value))
     return SettleResult(state, run_at)

@@ -10,11 +10,11 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from ..base import StoreBusyError, StoreError, StoreWaitingError
-from ..rows import D, RowMap
+from ..rows import D, Params, RowMap
 from . import schema
 from .dbfile import FileKind, check_folder, create_file, newer_schema_error, recognise, store_error
 from .wal import WalFile
@@ -158,11 +158,11 @@ class Database:
             self._turn.close()
 
     # -- reads ---------------------------------------------------------------------------------
-    def read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+    def read(self, sql: str, params: Params = ()) -> list[Any]:
         with self._lock, self._sqlite_errors():
             return self._connection().execute(sql, params).fetchall()
 
-    def read_as(self, rows: RowMap[D], sql: str, params: Sequence[Any] = ()) -> list[D]:
+    def read_as(self, rows: RowMap[D], sql: str, params: Params = ()) -> list[D]:
         """The rows of a read as objects, made once the connection is free for other reads."""
         with self._lock, self._sqlite_errors():
             cursor = self._connection().execute(sql, params)

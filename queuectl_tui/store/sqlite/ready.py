@@ -29,7 +29,10 @@ MAX_LEVELS = 32
 def levels(conn: sqlite3.Connection, queue: str, now: int) -> list[Level] | None:
     """The queue's levels, highest priority first; None when it has more than MAX_LEVELS."""
     found = [
-        Level(*row) for row in conn.execute(SQL["waiting_levels"], (queue, now, MAX_LEVELS + 1))
+        Level(*row)
+        for row in conn.execute(
+            SQL["waiting_levels"], {"queue": queue, "now": now, "most": MAX_LEVELS + 1}
+        )
     ]
     if len(found) > MAX_LEVELS:
         return None
@@ -38,18 +41,20 @@ def levels(conn: sqlite3.Connection, queue: str, now: int) -> list[Level] | None
 
 def best_due(conn: sqlite3.Connection, queue: str, now: int) -> tuple[int, int, int] | None:
     """The (priority, run_at, seq) of the job a claim would take from the queue, if any is due."""
-    first = conn.execute(SQL["first_waiting"], (queue,)).fetchone()
+    first = conn.execute(SQL["first_waiting"], {"queue": queue}).fetchone()
     if first is None:
         return None
     if first[1] <= now:
         return (first[0], first[1], first[2])
     found = levels(conn, queue, now)
     if found is None:
-        row = conn.execute(SQL["best_due_scan"], (queue, now)).fetchone()
+        row = conn.execute(SQL["best_due_scan"], {"queue": queue, "now": now}).fetchone()
         return None if row is None else (row[0], row[1], row[2])
     for level in found:
         if level.earliest <= now:
-            row = conn.execute(SQL["first_of_level"], (queue, level.priority)).fetchone()
+            row = conn.execute(
+                SQL["first_of_level"], {"queue": queue, "priority": level.priority}
+            ).fetchone()
             return (row[0], row[1], row[2])
     return None
 
@@ -58,7 +63,9 @@ def _earliest(conn: sqlite3.Connection, queue: str, after: int) -> tuple[int | N
     """The queue's earliest run_at, and its earliest after `after`."""
     found = levels(conn, queue, after)
     if found is None:
-        earliest, next_after = conn.execute(SQL["earliest_scan"], (queue, after)).fetchone()
+        earliest, next_after = conn.execute(
+            SQL["earliest_scan"], {"queue": queue, "after": after}
+        ).fetchone()
         return earliest, next_after
     later = [level.next_after for level in found if level.next_after is not None]
     return min((level.earliest for level in found), default=None), min(later, default=None)

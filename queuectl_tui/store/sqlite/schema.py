@@ -4,6 +4,7 @@ They are read once at import; `PRAGMA user_version` records the last one a datab
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +63,17 @@ def is_current(conn: sqlite3.Connection) -> bool:
     return bool(version == SCHEMA_VERSION and stamp == APPLICATION_ID)
 
 
+# A migration that edits a table's definition in place (SQLite's procedure for loosening a
+# CHECK: writable_schema on, sqlite_schema updated, writable_schema off) ends with this
+# statement; the schema version must then move on, or no connection reads the new text.
+_SCHEMA_EDITED = re.compile(r"PRAGMA writable_schema\s*=\s*OFF;?", re.IGNORECASE)
+
+
+def _reload_schema(conn: sqlite3.Connection) -> None:
+    version = int(conn.execute("PRAGMA schema_version").fetchone()[0])
+    conn.execute(f"PRAGMA schema_version = {version + 1}")  # an int: no injection
+
+
 def upgrade(conn: sqlite3.Connection, location: str) -> None:
     """Apply the migrations the database lacks and stamp it as a queue (an earlier queuectl
     made databases without the stamp), inside the caller's write transaction: every migration
@@ -72,6 +84,8 @@ def upgrade(conn: sqlite3.Connection, location: str) -> None:
     for migration in MIGRATIONS[current:]:
         for statement in migration.statements:
             conn.execute(statement)
+            if _SCHEMA_EDITED.fullmatch(statement):
+                _reload_schema(conn)
         # PRAGMA takes no bound parameters; both numbers are ints of this module.
         conn.execute(f"PRAGMA user_version = {migration.version}")
     if conn.execute("PRAGMA foreign_key_check").fetchone() is not None:

@@ -19,7 +19,7 @@ from ...error_groups import ErrorGroup
 from ...errors import QueueError
 from ...models import JobState
 from ...store import Store
-from ...timeutil import human_age
+from ...timeutil import rough_age
 from .. import format as fmt
 
 GroupAction = Callable[[ErrorGroup], None]
@@ -58,8 +58,9 @@ class ErrorGroupsScreen(Screen[None]):
 
     def on_mount(self) -> None:
         table = self.query_one("#groups", DataTable)
-        for label, width in (("JOBS", 7), ("LAST", 8), ("FIRST", 8), ("EXAMPLE", 24)):
+        for label, width in (("JOBS", 7), ("LAST", 8), ("FIRST", 8)):
             table.add_column(label, width=width, key=label.lower())
+        table.add_column("EXAMPLE", key="example")  # as wide as its ids: whole
         table.add_column("FAILURE", key="failure")
         self.load(force=True)
         self.set_interval(self.refresh_seconds, self.load)
@@ -100,8 +101,8 @@ class ErrorGroupsScreen(Screen[None]):
         for group in groups:
             table.add_row(
                 Text(f"{group.count:,}", style="bold red", justify="right"),
-                Text(human_age(group.last_at, now) if group.last_at else "", style="dim"),
-                Text(human_age(group.first_at, now) if group.first_at else "", style="dim"),
+                Text(rough_age(group.last_at, now) if group.last_at else "", style="dim"),
+                Text(rough_age(group.first_at, now) if group.first_at else "", style="dim"),
                 fmt.plain(group.example),
                 fmt.plain(group.fingerprint),
                 key=group.fingerprint,

@@ -5,7 +5,7 @@ the job live; a running job shows its elapsed time."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rich.console import Group
@@ -20,7 +20,15 @@ from textual.widgets import DataTable, Footer, Static
 from ...display import last_line, printable
 from ...errors import QueueError
 from ...job_output import STEP_PIECES, OutputCursor, OutputStep, read_output
-from ...models import FINISHED_STATES, Attempt, Job, JobState
+from ...models import (
+    FINISHED_STATES,
+    Attempt,
+    Job,
+    JobLink,
+    JobLinks,
+    JobState,
+    masked_environment,
+)
 from ...store import Store, StoreCorrupt, StoreError
 from ...timeutil import human_seconds
 from .. import format as fmt
@@ -41,8 +49,26 @@ def _outcome_style(attempt: Attempt) -> str:
     return "green" if attempt.outcome.value == "completed" else "red"
 
 
-def fields_table(job: Job, now: int) -> Group:
-    """The job's fields: two pairs per row, long texts on rows of their own."""
+LINKS_SHOWN = 12  # jobs that run after the one shown, named in its detail at most
+
+
+def linked_text(jobs: Sequence[JobLink], more: bool = False) -> Text:
+    """Jobs a job runs after, or that run after it: each id with its state (coloured)."""
+    shown = Text()
+    for n, link in enumerate(jobs):
+        if n:
+            shown.append(", ")
+        shown.append_text(fmt.plain(link.id))
+        shown.append(" ")
+        shown.append_text(fmt.state_text(link.state) if link.state else Text("deleted", "dim"))
+    if more:
+        shown.append(", …", style="dim")
+    return shown
+
+
+def fields_table(job: Job, now: int, links: JobLinks | None = None) -> Group:
+    """The job's fields: two pairs per row, long texts on rows of their own; the jobs it runs
+    after and those that run after it."""
     grid = Table.grid(padding=(0, 1), expand=True)
     grid.add_column(style="bold", no_wrap=True, min_width=11)
     grid.add_column(ratio=1)
@@ -76,8 +102,19 @@ def fields_table(job: Job, now: int) -> Group:
     wide.add_row("command", Text(printable(job.command, single_line=True)))
     if job.idempotency_key:
         wide.add_row("idempotency", fmt.plain(job.idempotency_key))
+    if job.cwd:
+        wide.add_row("directory", fmt.plain(job.cwd))
+    if job.env:  # secret-looking values masked
+        shown = " ".join(f"{k}={v}" for k, v in masked_environment(job.environment).items())
+        wide.add_row("environment", fmt.plain(shown))
     if job.last_error:
         wide.add_row("last error", Text(last_line(job.last_error), style="red"))
+    if links is not None and links.parents:
+        label = "after (any end)" if job.after_any_end else "after"
+        wide.add_row(label, linked_text(links.parents))
+    if links is not None and links.children:
+        more = len(links.children) > LINKS_SHOWN
+        wide.add_row("dependents", linked_text(links.children[:LINKS_SHOWN], more))
     return Group(grid, wide)
 
 
@@ -118,6 +155,7 @@ class JobDetailScreen(Screen[None]):
         self.controls = controls  # None: read-only
         self.job: Job | None = None
         self.attempts: list[Attempt] = []
+        self.links = JobLinks()
         self._token: int | None = None
         self._shown_attempt: int | None = None
         self._cursor: OutputCursor | None = None  # of the attempt whose output is shown
@@ -135,7 +173,7 @@ class JobDetailScreen(Screen[None]):
         table = self.query_one("#attempts", DataTable)
         for label, width in (
             ("#", 4),
-            ("WORKER", 14),
+            ("WORKER", None),  # as wide as its worker ids: whole
             ("STARTED", 20),
             ("TOOK", 9),
             ("EXIT", 5),
@@ -167,6 +205,7 @@ class JobDetailScreen(Screen[None]):
                 return
             job = self.store.get(self.job_id)
             attempts = self.store.attempts(self.job_id)
+            links = self.store.job_links(self.job_id, LINKS_SHOWN + 1)
         except StoreError as error:
             self.deliver(self.notify, str(error), severity="error", markup=False)
             return
@@ -175,14 +214,14 @@ class JobDetailScreen(Screen[None]):
             if stop is not None:
                 self.deliver(stop, error)
             return
-        self.deliver(self.show, token, job, attempts)
+        self.deliver(self.show, token, job, attempts, links)
 
     def deliver(self, callback: Callable[..., object], *args: object, **kwargs: object) -> None:
         """Hand a read to the UI thread, unless the console stopped meanwhile."""
         with contextlib.suppress(RuntimeError):
             self.app.call_from_thread(callback, *args, **kwargs)
 
-    def show(self, token: int, job: Job | None, attempts: list[Attempt]) -> None:
+    def show(self, token: int, job: Job | None, attempts: list[Attempt], links: JobLinks) -> None:
         if not self.is_attached:
             return  # closed while the read was in flight
         self._token = token
@@ -193,6 +232,7 @@ class JobDetailScreen(Screen[None]):
             return
         self.job = job
         self.attempts = attempts
+        self.links = links
         self.tick()
         table = self.query_one("#attempts", DataTable)
         was_running = self.drop_running_row(table)
@@ -228,7 +268,8 @@ class JobDetailScreen(Screen[None]):
 
     def tick(self) -> None:
         if self.job is not None:
-            self.query_one("#detail-fields", Static).update(fields_table(self.job, self.clock()))
+            fields = fields_table(self.job, self.clock(), self.links)
+            self.query_one("#detail-fields", Static).update(fields)
             table = self.query_one("#attempts", DataTable)
             if RUNNING in table.rows:
                 table.update_cell(RUNNING, "took", Text(fmt.elapsed(self.job, self.clock())))

@@ -31,22 +31,21 @@ class ColumnSpec:
 
 def layout(specs: Sequence[ColumnSpec], width: int, widest: dict[str, int]) -> dict[str, int]:
     """Each column's width for a table `width` cells wide whose fitted columns' widest cells
-    are `widest`: the flexible column keeps MIN_FLEX_WIDTH, and fitted columns give up room
-    (down to their least) in proportion to what they asked for beyond it."""
+    are `widest`: the flexible column keeps MIN_FLEX_WIDTH, every fitted column its least,
+    and the room left goes to the fitted columns in their order, each up to its widest cell:
+    the first (the id) is whole before the next (a worker id) grows."""
     room = width - SCROLLBAR
     fixed = sum(spec.width for spec in specs if not spec.fit)
-    wanted = {
-        spec.key: max(spec.width, min(spec.fit, widest.get(spec.key, 0) + 1))
-        for spec in specs
-        if spec.fit
-    }
     spare = room - fixed - MIN_FLEX_WIDTH - sum(spec.width for spec in specs if spec.fit)
-    extra = {key: wanted[key] - spec.width for spec in specs if spec.fit for key in [spec.key]}
-    asked = sum(extra.values())
-    if asked > max(0, spare):
-        share = max(0, spare) / asked
-        wanted = {spec.key: spec.width + int(extra[spec.key] * share) for spec in specs if spec.fit}
-    widths = {spec.key: wanted.get(spec.key, spec.width) for spec in specs}
+    widths: dict[str, int] = {}
+    for spec in specs:
+        if not spec.fit:
+            widths[spec.key] = spec.width
+            continue
+        wanted = max(spec.width, min(spec.fit, widest.get(spec.key, 0) + 1))
+        grown = min(wanted - spec.width, max(0, spare))
+        widths[spec.key] = spec.width + grown
+        spare -= grown
     flex = max(MIN_FLEX_WIDTH, room - sum(widths.values()))
     return {key: value or flex for key, value in widths.items()}
 
@@ -86,6 +85,8 @@ class ColumnTable(KeyedTable, Generic[T]):
         self._widths: dict[str, int] = {}
         self._items: list[T] = []
         self._built: list[tuple[str, Sequence[Text]]] = []  # the items' rows, uncut
+        self._fitted_rows: list[Row] = []  # and cut to their columns
+        self._times: list[object] = []  # what of each row depends on the time (time_key)
         self._by_key: dict[str, T] = {}
         self._now = 0
 
@@ -118,14 +119,41 @@ class ColumnTable(KeyedTable, Generic[T]):
     def on_resize(self, event: events.Resize) -> None:
         self._lay_out(event.size.width)
 
+    def time_key(self, item: T, now: int) -> object:
+        """What of an item's row depends on the time (`retime` builds a row again only when
+        it changed): by default the time itself, every row each time."""
+        return now
+
     def show(self, items: Sequence[T], now: int) -> None:
         """Show these items (already in display order) as of `now`."""
         self._items = list(items)
         self._now = now
         self._built = [self.build(item, now) for item in self._items]
+        self._times = [self.time_key(item, now) for item in self._items]
         self._by_key = {key: item for (key, _), item in zip(self._built, self._items, strict=False)}
         self._lay_out(self.size.width or 80)
-        self.sync([self._fitted(row) for row in self._built])
+        self._fitted_rows = [self._fitted(row) for row in self._built]
+        self.sync(self._fitted_rows)
+
+    def retime(self, now: int) -> None:
+        """The same items as of `now` (the console's tick): a row is built and cut again only
+        where what depends on the time changed, so a screen of old jobs costs nothing."""
+        changed = []
+        for index, item in enumerate(self._items):
+            moment = self.time_key(item, now)
+            if moment != self._times[index]:
+                self._times[index] = moment
+                self._built[index] = self.build(item, now)
+                changed.append(index)
+        self._now = now
+        if not changed:
+            return
+        if self._lay_out(self.size.width or 80):
+            self._fitted_rows = [self._fitted(row) for row in self._built]
+        else:
+            for index in changed:
+                self._fitted_rows[index] = self._fitted(self._built[index])
+        self.sync(self._fitted_rows)
 
     def _fitted(self, row: tuple[str, Sequence[Text]]) -> Row:
         key, cells = row
@@ -140,6 +168,8 @@ class ColumnTable(KeyedTable, Generic[T]):
         self.reset()
         self._items = []
         self._built = []
+        self._fitted_rows = []
+        self._times = []
         self._by_key = {}
 
     @property

@@ -6,8 +6,9 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
-from ...models import FINISHED_STATES, Job, JobState
-from ...timeutil import human_age
+from ... import presentation
+from ...models import FINISHED_STATES, MAX_ID_LENGTH, Job, JobState
+from ...timeutil import rough_age
 from .. import format as fmt
 from .columns import MARK, ColumnSpec, ColumnTable, mark_cell
 
@@ -17,7 +18,7 @@ ENDED_STATES = (*FINISHED_STATES, JobState.FAILED)  # the last attempt is over
 class JobsTable(ColumnTable[Job]):
     COLUMNS = (
         MARK,
-        ColumnSpec("id", "ID", 13, fit=64),
+        ColumnSpec("id", "ID", 13, fit=MAX_ID_LENGTH + 1),
         ColumnSpec("state", "STATE", 11),
         ColumnSpec("priority", "PRI", 4, right=True),
         ColumnSpec("attempts", "TRY", 5, right=True),
@@ -28,6 +29,9 @@ class JobsTable(ColumnTable[Job]):
         ColumnSpec("command", "COMMAND", 0),
     )
 
+    def time_key(self, job: Job, now: int) -> object:
+        return presentation.next_run(job, now)[0], rough_age(job.updated_at, now)
+
     def build(self, job: Job, now: int) -> tuple[str, Sequence[Text]]:
         return job.id, (
             mark_cell(job.id in self.marks),
@@ -36,7 +40,7 @@ class JobsTable(ColumnTable[Job]):
             fmt.number(job.priority),
             fmt.attempts_text(job),
             fmt.next_run(job, now),
-            Text(human_age(job.updated_at, now), style="dim"),
+            Text(rough_age(job.updated_at, now), style="dim"),
             fmt.plain(job.worker_id or ""),
             # A waiting or running job's exit code is its previous attempt's: not shown.
             fmt.exit_text(job.exit_code if job.state in ENDED_STATES else None),

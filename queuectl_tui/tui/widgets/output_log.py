@@ -31,8 +31,6 @@ class OutputLog(RichLog):
 
     def add(self, chunks: Sequence[OutputChunk], skipped: int = 0) -> None:
         """Append pieces; a line split between pieces is shown once it is whole."""
-        if self.following and self.lines_written and not self.is_vertical_scroll_end:
-            self.following = False  # scrolled up to read: stay there
         if skipped:
             self._note(f"[{skipped:,} bytes of output not kept (output-limit)]")
         for chunk in chunks:
@@ -51,6 +49,14 @@ class OutputLog(RichLog):
         if not self.lines_written:
             self._note(empty_note)
 
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        # Writes only ever move the view down, to the end (and later: RichLog scrolls after
+        # the next refresh, so where the view is says nothing of the reader while a backlog
+        # is written). A move up is the reader's (keys, wheel, scrollbar): stay there.
+        super().watch_scroll_y(old_value, new_value)
+        if new_value < old_value:
+            self.following = False
+
     def follow(self) -> None:
         self.following = True
         self.scroll_end(animate=False)
@@ -58,6 +64,8 @@ class OutputLog(RichLog):
     def top(self) -> None:
         self.following = False
         self.scroll_home(animate=False)
+        # Once more after the writes' own scrolls to the end, queued before it, have run.
+        self.call_after_refresh(self.scroll_home, animate=False)
 
     def _line(self, stream: Stream, text: str) -> None:
         style = "red" if stream is Stream.STDERR else ""

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from rich.text import Text
 
 from ...models import JobState, QueueInfo
-from ...timeutil import human_age
+from ...timeutil import rough_age
 from .. import format as fmt
 from .columns import ColumnSpec, ColumnTable
 
@@ -25,6 +25,9 @@ class QueuesTable(ColumnTable[QueueInfo]):
         ColumnSpec("cancelled", "CANCELLED", 10, right=True),
     )
 
+    def time_key(self, queue: QueueInfo, now: int) -> object:
+        return None if queue.oldest_due_at is None else rough_age(queue.oldest_due_at, now)
+
     def build(self, queue: QueueInfo, now: int) -> tuple[str, Sequence[Text]]:
         dead = queue.by_state.get(JobState.DEAD, 0)
         return queue.name, (
@@ -33,7 +36,7 @@ class QueuesTable(ColumnTable[QueueInfo]):
             fmt.number(queue.waiting),
             fmt.number(queue.running),
             Text("-" if queue.max_running is None else str(queue.max_running)),
-            Text("-" if queue.oldest_due_at is None else human_age(queue.oldest_due_at, now)),
+            Text("-" if queue.oldest_due_at is None else rough_age(queue.oldest_due_at, now)),
             fmt.number(queue.by_state.get(JobState.COMPLETED, 0)),
             fmt.number(dead, style="red" if dead else ""),
             fmt.number(queue.by_state.get(JobState.CANCELLED, 0)),

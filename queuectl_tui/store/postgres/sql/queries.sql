@@ -11,22 +11,22 @@
 -- A taken id or idempotency key inserts nothing (no error, so the transaction goes on); the
 -- store then looks up which it was.
 INSERT INTO jobs (id, command, state, priority, run_at, max_retries, timeout, idempotency_key,
-                  created_at, updated_at, queue, job_type, payload)
-VALUES (%s, %s, 'pending', %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                  created_at, updated_at, queue, job_type, payload, cwd, env)
+VALUES (%(id)s, %(command)s, 'pending', %(priority)s, %(run_at)s, %(max_retries)s, %(timeout)s, %(idempotency_key)s, %(created_at)s, %(updated_at)s, %(queue)s, %(job_type)s, %(payload)s, %(cwd)s, %(env)s)
 ON CONFLICT DO NOTHING
 RETURNING *
 
 -- name: job_by_idempotency_key
-SELECT * FROM jobs WHERE idempotency_key = %s
+SELECT * FROM jobs WHERE idempotency_key = %(key)s
 
 -- name: job_by_id
-SELECT * FROM jobs WHERE id = %s
+SELECT * FROM jobs WHERE id = %(id)s
 
 -- name: job_attempts
 SELECT j.id AS job_id, a.number, a.worker_id, a.scheduled_at, a.started_at, a.finished_at,
        a.exit_code, a.outcome, a.output, a.error
   FROM attempts a JOIN jobs j ON j.seq = a.job_seq
- WHERE j.id = %s ORDER BY a.id
+ WHERE j.id = %(id)s ORDER BY a.id
 
 -- name: list_jobs
 -- One keyset page: the store adds WHERE and the list_jobs_* conditions it was asked for,
@@ -75,22 +75,47 @@ ORDER BY seq LIMIT %s
 -- name: list_jobs_newest_first
 ORDER BY seq DESC LIMIT %s
 
+-- name: list_jobs_ended
+-- In the order the jobs ended (dead letters by time of death): the end, then seq, through
+-- jobs_finished; a page goes on from where its anchor job ended. Only ended jobs: a failed
+-- (or retried) one keeps its last run's end, and is not one.
+state IN ('completed', 'dead', 'cancelled') AND finished_at IS NOT NULL
+
+-- name: list_jobs_ended_after
+(finished_at, seq) > (SELECT finished_at, seq FROM jobs WHERE seq = %s)
+
+-- name: list_jobs_ended_before
+(finished_at, seq) < (SELECT finished_at, seq FROM jobs WHERE seq = %s)
+
+-- name: list_jobs_ended_after_at
+-- As list_jobs_ended_after, from an end and a seq the caller kept (a cursor of GET /jobs).
+(finished_at, seq) > (%s, %s)
+
+-- name: list_jobs_ended_before_at
+(finished_at, seq) < (%s, %s)
+
+-- name: list_jobs_ended_first
+ORDER BY finished_at, seq LIMIT %s
+
+-- name: list_jobs_ended_last
+ORDER BY finished_at DESC, seq DESC LIMIT %s
+
 -- name: retry_all_dead
-UPDATE jobs SET state = 'pending', attempts = 0, run_at = %s, updated_at = %s,
-                cancel_requested_at = NULL
+UPDATE jobs SET state = 'pending', attempts = 0, run_at = %(now)s, updated_at = %(now)s,
+                cancel_requested_at = NULL, blocked_by = NULL
  WHERE state = 'dead'
 RETURNING id
 
 -- name: retry_dead_among
 UPDATE jobs SET state = 'pending', attempts = 0, run_at = %s, updated_at = %s,
-                cancel_requested_at = NULL
+                cancel_requested_at = NULL, blocked_by = NULL
  WHERE state = 'dead' AND id = ANY(%s)
 RETURNING id
 
 -- name: retry_finished_among
 -- Dead and cancelled jobs go back to pending with a fresh retry budget.
 UPDATE jobs SET state = 'pending', attempts = 0, run_at = %s, updated_at = %s,
-                cancel_requested_at = NULL
+                cancel_requested_at = NULL, blocked_by = NULL
  WHERE state IN ('dead', 'cancelled') AND id = ANY(%s)
 RETURNING id
 
@@ -112,7 +137,7 @@ UPDATE jobs SET state = CASE WHEN state = 'processing' THEN state ELSE 'cancelle
                                   ELSE 'cancelled by an operator' END,
                 cancel_requested_at = coalesce(cancel_requested_at, %(now)s),
                 updated_at = %(now)s
- WHERE state IN ('pending', 'failed', 'processing') AND id = ANY(%(ids)s)
+ WHERE state IN ('pending', 'failed', 'waiting', 'processing') AND id = ANY(%(ids)s)
 RETURNING id, state
 
 -- name: cancel_requested_among
@@ -137,13 +162,13 @@ RETURNING id
 -- left for the next batch.
 DELETE FROM jobs WHERE seq IN (
     SELECT seq FROM jobs
-     WHERE state = %s AND finished_at < %s AND finished_at IS NOT NULL
-     ORDER BY finished_at LIMIT %s
+     WHERE state = %(state)s AND finished_at < %(before)s AND finished_at IS NOT NULL
+     ORDER BY finished_at LIMIT %(limit)s
        FOR UPDATE SKIP LOCKED)
   AND state <> 'processing'
 
 -- name: count_prunable
-SELECT count(*) FROM jobs WHERE state = %s AND finished_at < %s AND finished_at IS NOT NULL
+SELECT count(*) FROM jobs WHERE state = %(state)s AND finished_at < %(before)s AND finished_at IS NOT NULL
 
 
 -- == live output =============================================================================
@@ -151,22 +176,22 @@ SELECT count(*) FROM jobs WHERE state = %s AND finished_at < %s AND finished_at 
 -- name: append_output
 -- Fenced: a piece is kept only while its run is the job's run under that worker.
 INSERT INTO output_chunks (job_seq, run, seq, stream, byte_offset, body, at)
-SELECT seq, %s, %s, %s, %s, %s, %s FROM jobs
- WHERE id = %s AND state = 'processing' AND worker_id = %s AND runs = %s
+SELECT seq, %(run)s, %(seq)s, %(stream)s, %(byte_offset)s, %(body)s, %(at)s FROM jobs
+ WHERE id = %(job_id)s AND state = 'processing' AND worker_id = %(worker_id)s AND runs = %(run)s
 ON CONFLICT DO NOTHING
 
 -- name: forget_output
 -- The pieces of runs before the one before (a follower may still be reading that one), and
 -- this run's below the first one kept.
 DELETE FROM output_chunks
- WHERE job_seq = (SELECT seq FROM jobs WHERE id = %s)
-   AND (run < %s OR (run = %s AND seq < %s))
+ WHERE job_seq = (SELECT seq FROM jobs WHERE id = %(job_id)s)
+   AND (run < %(before_run)s OR (run = %(run)s AND seq < %(keep_from)s))
 
 -- name: output_chunks
 SELECT c.seq, c.stream, c.body AS text, c.at, c.byte_offset
   FROM output_chunks c JOIN jobs j ON j.seq = c.job_seq
- WHERE j.id = %s AND c.run = %s AND c.seq > %s
- ORDER BY c.seq LIMIT %s
+ WHERE j.id = %(id)s AND c.run = %(run)s AND c.seq > %(after_seq)s
+ ORDER BY c.seq LIMIT %(limit)s
 
 
 -- == error groups ============================================================================
@@ -178,13 +203,13 @@ SELECT g.error_group, count(*), min(g.finished_at), max(g.finished_at),
          WHERE e.state = g.state AND e.error_group = g.error_group
          ORDER BY e.finished_at DESC LIMIT 1)
   FROM jobs g
- WHERE g.state = %s AND g.error_group IS NOT NULL
+ WHERE g.state = %(state)s AND g.error_group IS NOT NULL
  GROUP BY g.state, g.error_group
  ORDER BY count(*) DESC, g.error_group
- LIMIT %s
+ LIMIT %(limit)s
 
 -- name: error_group_ids
-SELECT id FROM jobs WHERE state = %s AND error_group = %s ORDER BY seq
+SELECT id FROM jobs WHERE state = %(state)s AND error_group = %(fingerprint)s ORDER BY seq
 
 
 -- == queues ==================================================================================
@@ -201,11 +226,11 @@ UNION
 SELECT name FROM queues
 
 -- name: set_queue_paused
-INSERT INTO queues (name, paused, updated_at) VALUES (%s, %s, %s)
+INSERT INTO queues (name, paused, updated_at) VALUES (%(name)s, %(value)s, %(now)s)
     ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at
 
 -- name: set_queue_limit
-INSERT INTO queues (name, max_running, updated_at) VALUES (%s, %s, %s)
+INSERT INTO queues (name, max_running, updated_at) VALUES (%(name)s, %(value)s, %(now)s)
     ON CONFLICT (name) DO UPDATE SET max_running = excluded.max_running,
                                      updated_at = excluded.updated_at
 
@@ -216,20 +241,20 @@ INSERT INTO queues (name, max_running, updated_at) VALUES (%s, %s, %s)
 -- taken once the locks are held: it sees what the pool before us claimed. A limit lifted
 -- since the settings were read is re-checked here and gone.
 SELECT name, max_running FROM queues
- WHERE name = ANY(%s) AND max_running IS NOT NULL
+ WHERE name = ANY(%(queues)s) AND max_running IS NOT NULL
  ORDER BY name
    FOR UPDATE
 
 -- name: oldest_due
 -- When the longest-waiting due job of one queue became due.
-SELECT min(run_at) FROM jobs WHERE queue = %s AND state IN ('pending', 'failed') AND run_at <= %s
+SELECT min(run_at) FROM jobs WHERE queue = %(queue)s AND state IN ('pending', 'failed') AND run_at <= %(now)s
 
 
 -- == the audit trail =========================================================================
 
 -- name: record_action
 INSERT INTO audit (at, face, actor, host, action, subject, touched)
-VALUES (%s, %s, %s, %s, %s, %s, %s)
+VALUES (%(at)s, %(face)s, %(actor)s, %(host)s, %(action)s, %(subject)s, %(touched)s)
 
 -- name: list_actions
 SELECT id, at, face, actor, host, action, subject, touched FROM audit
@@ -523,7 +548,7 @@ due AS (
 SELECT EXISTS (SELECT 1 FROM due)
 
 -- name: running_in_queues
-SELECT queue, count(*) FROM jobs WHERE state = 'processing' AND queue = ANY(%s) GROUP BY queue
+SELECT queue, count(*) FROM jobs WHERE state = 'processing' AND queue = ANY(%(queues)s) GROUP BY queue
 
 -- name: next_run_at
 -- The earliest run_at after %(after)s of any waiting job: a seek in jobs_waiting per queue
@@ -547,15 +572,16 @@ SELECT id FROM workers WHERE status IN ('idle', 'busy', 'stopping') AND id = ANY
 -- name: job_to_settle
 -- The fence, as in the exchange statement: still processing, still ours, still this run; the
 -- row is locked, so a result arriving meanwhile (or a recovery) waits, then is fenced out.
-SELECT run_at, attempts, max_retries, cancel_requested_at IS NOT NULL, queue FROM jobs
- WHERE seq = %s AND state = 'processing' AND worker_id = %s AND runs = %s
+SELECT run_at, attempts, max_retries, cancel_requested_at IS NOT NULL, queue, has_dependents
+  FROM jobs
+ WHERE seq = %(seq)s AND state = 'processing' AND worker_id = %(worker_id)s AND runs = %(runs)s
    FOR UPDATE
 
 -- name: recorded_run
 -- A run fenced out of settle_job: recorded already (by an exchange whose answer was lost) if
 -- its attempt is there, with this outcome; then where its job went.
 SELECT j.state, j.run_at FROM attempts a JOIN jobs j ON j.seq = a.job_seq
- WHERE a.job_seq = %s AND a.number = %s AND a.worker_id = %s AND a.outcome = %s
+ WHERE a.job_seq = %(seq)s AND a.number = %(runs)s AND a.worker_id = %(worker_id)s AND a.outcome = %(outcome)s
  LIMIT 1
 
 -- name: unseen_claims
@@ -563,34 +589,34 @@ SELECT j.state, j.run_at FROM attempts a JOIN jobs j ON j.seq = a.job_seq
 -- connection dropped around the commit), other than those being settled now; locked, as
 -- recovery locks them, after the workers' rows.
 SELECT * FROM jobs
- WHERE state = 'processing' AND worker_id = ANY(%s) AND seq <> ALL(%s)
+ WHERE state = 'processing' AND worker_id = ANY(%(worker_ids)s) AND seq <> ALL(%(settling)s)
  ORDER BY seq
    FOR UPDATE
 
 -- name: settle_job
 -- After job_to_settle found and locked the row within the fence.
-UPDATE jobs SET state = %s, run_at = %s, attempts = %s, worker_id = NULL, worker_pid = NULL,
-                finished_at = %s, exit_code = %s, last_error = %s, error_group = %s, updated_at = %s
- WHERE seq = %s
+UPDATE jobs SET state = %(state)s, run_at = %(run_at)s, attempts = %(attempts)s, worker_id = NULL, worker_pid = NULL,
+                finished_at = %(now)s, exit_code = %(exit_code)s, last_error = %(error)s, error_group = %(error_group)s, updated_at = %(now)s
+ WHERE seq = %(seq)s
 
 -- name: record_attempts
 INSERT INTO attempts (job_seq, queue, number, worker_id, scheduled_at, started_at, finished_at,
                       exit_code, outcome, output, error)
-SELECT * FROM unnest(%s::bigint[], %s::text[], %s::bigint[], %s::text[], %s::bigint[],
-                     %s::bigint[], %s::bigint[], %s::bigint[], %s::text[], %s::text[],
-                     %s::text[])
+SELECT * FROM unnest(%(job_seq)s::bigint[], %(queue)s::text[], %(number)s::bigint[], %(worker_id)s::text[], %(scheduled_at)s::bigint[],
+                     %(started_at)s::bigint[], %(finished_at)s::bigint[], %(exit_code)s::bigint[], %(outcome)s::text[], %(output)s::text[],
+                     %(error)s::text[])
 
 -- name: add_to_counter
-INSERT INTO counter_deltas (name, n) VALUES (%s, %s)
+INSERT INTO counter_deltas (name, n) VALUES (%(name)s, %(n)s)
 
 -- name: touch_workers
 -- Each worker's current job (busy) or none (idle), and its counters; a worker that is
 -- stopping keeps that status.
-UPDATE workers w SET current_job = t.job, last_heartbeat = %s,
+UPDATE workers w SET current_job = t.job, last_heartbeat = %(now)s,
                      jobs_done = w.jobs_done + t.done, jobs_failed = w.jobs_failed + t.failed,
                      status = CASE WHEN w.status IN ('idle', 'busy') THEN t.status
                                    ELSE w.status END
-  FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::bigint[], %s::text[])
+  FROM unnest(%(id)s::text[], %(job)s::text[], %(done)s::bigint[], %(failed)s::bigint[], %(status)s::text[])
        AS t(id, job, done, failed, status)
  WHERE w.id = t.id
 
@@ -600,11 +626,11 @@ SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.recovery'))
 
 -- name: lock_workers
 -- Worker rows in id order, before any job row: the one lock order of recovery and exchange.
-SELECT id FROM workers WHERE id = ANY(%s) ORDER BY id FOR UPDATE
+SELECT id FROM workers WHERE id = ANY(%(ids)s) ORDER BY id FOR UPDATE
 
 -- name: mark_workers_lost
-UPDATE workers SET status = 'lost', stopped_at = %s, current_job = NULL
- WHERE status IN ('idle', 'busy', 'stopping') AND id = ANY(%s)
+UPDATE workers SET status = 'lost', stopped_at = %(now)s, current_job = NULL
+ WHERE status IN ('idle', 'busy', 'stopping') AND id = ANY(%(ids)s)
 
 -- name: orphaned_jobs
 -- Locked: an owner's result that arrives meanwhile waits, then finds itself fenced out.
@@ -615,7 +641,7 @@ SELECT * FROM jobs
    FOR UPDATE OF jobs
 
 -- name: job_by_seq
-SELECT * FROM jobs WHERE seq = %s
+SELECT * FROM jobs WHERE seq = %(seq)s
 
 
 -- == workers =================================================================================
@@ -623,7 +649,7 @@ SELECT * FROM jobs WHERE seq = %s
 -- name: register_worker
 INSERT INTO workers (id, pool_id, pid, host, status, started_at, last_heartbeat, stopped_at,
                      current_job, jobs_done, jobs_failed, pid_namespace)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+VALUES (%(id)s, %(pool_id)s, %(pid)s, %(host)s, %(status)s, %(started_at)s, %(last_heartbeat)s, %(stopped_at)s, %(current_job)s, %(jobs_done)s, %(jobs_failed)s, %(pid_namespace)s)
 ON CONFLICT (id) DO UPDATE SET
     pool_id = excluded.pool_id, pid = excluded.pid, host = excluded.host,
     status = excluded.status, started_at = excluded.started_at,
@@ -636,10 +662,10 @@ UPDATE workers SET last_heartbeat = %s
  WHERE id = ANY(%s) AND status IN ('idle', 'busy', 'stopping')
 
 -- name: set_worker_status
-UPDATE workers SET status = %s, current_job = %s, last_heartbeat = %s,
-                   stopped_at = CASE WHEN %s THEN %s ELSE stopped_at END,
-                   jobs_done = jobs_done + %s, jobs_failed = jobs_failed + %s
- WHERE id = %s
+UPDATE workers SET status = %(status)s, current_job = %(current_job)s, last_heartbeat = %(now)s,
+                   stopped_at = CASE WHEN %(ended)s THEN %(now)s ELSE stopped_at END,
+                   jobs_done = jobs_done + %(done)s, jobs_failed = jobs_failed + %(failed)s
+ WHERE id = %(id)s
 
 -- name: list_workers
 SELECT id, pool_id, pid, host, status, started_at, last_heartbeat, stopped_at, current_job,
@@ -657,7 +683,7 @@ SELECT id, pool_id, pid, host, status, started_at, last_heartbeat, stopped_at, c
   FROM workers WHERE status IN ('idle', 'busy', 'stopping') ORDER BY id
 
 -- name: prune_workers
-DELETE FROM workers WHERE status NOT IN ('idle', 'busy', 'stopping') AND stopped_at < %s
+DELETE FROM workers WHERE status NOT IN ('idle', 'busy', 'stopping') AND stopped_at < %(before)s
 
 -- name: stop_lock
 -- A stop request and a pool's registration take turns, so that the request's list of
@@ -665,16 +691,18 @@ DELETE FROM workers WHERE status NOT IN ('idle', 'busy', 'stopping') AND stopped
 SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.stop'))
 
 -- name: request_stop
-INSERT INTO stop_requests (requested_at) VALUES (%s)
+INSERT INTO stop_requests (requested_at, pool_id, forced) VALUES (%(now)s, %(pool_id)s, %(forced)s)
 
 -- name: latest_stop_request
 SELECT coalesce(max(id), 0) FROM stop_requests
 
 -- name: stop_requested_after
-SELECT 1 FROM stop_requests WHERE id > %s LIMIT 1
+-- The strongest request for one pool after a given one: NULL none, 0 graceful, 1 forced.
+SELECT max(forced) FROM stop_requests WHERE id > %(request_id)s AND (pool_id IS NULL OR pool_id = %(pool_id)s)
 
 -- name: stop_requested_since
-SELECT 1 FROM stop_requests WHERE requested_at >= %s LIMIT 1
+SELECT max(forced) FROM stop_requests
+ WHERE requested_at >= %(since)s AND (pool_id IS NULL OR pool_id = %(pool_id)s)
 
 
 -- == submissions ==============================================================================
@@ -687,7 +715,7 @@ SELECT coalesce(sum(n), 0)::bigint
         SELECT n FROM job_count_deltas WHERE state IN ('pending', 'failed')) c
 
 -- name: waiting_of_type
-SELECT count(*) FROM jobs WHERE job_type = %s AND state IN ('pending', 'failed')
+SELECT count(*) FROM jobs WHERE job_type = %(job_type)s AND state IN ('pending', 'failed')
 
 
 -- == change detection =========================================================================
@@ -742,8 +770,14 @@ done AS (
      WHERE s.worker_id = ANY((SELECT ids FROM live)::text[])
        AND j.seq = s.seq AND j.state = 'processing' AND j.worker_id = s.worker_id
        AND j.runs = s.runs
-    RETURNING j.seq, j.queue, j.run_at, j.claimed_at, s.worker_id, s.runs, s.finished_at,
-              s.exit_code, s.output, s.error
+    RETURNING j.seq, j.id, j.has_dependents, j.queue, j.run_at, j.claimed_at, s.worker_id,
+              s.runs, s.finished_at, s.exit_code, s.output, s.error
+),
+ended_links AS (
+    -- The links of jobs that others run after record their end with it, in this statement:
+    -- moving those others follows (dependencies.py), in a transaction of its own.
+    UPDATE job_parents p SET parent_state = 'completed'
+      FROM done d WHERE d.has_dependents AND p.parent_id = d.id
 ),
 recorded AS (
     INSERT INTO attempts (job_seq, queue, number, worker_id, scheduled_at, started_at,
@@ -820,9 +854,151 @@ touched AS (
       FROM touch t
      WHERE w.id = t.id
 )
-SELECT head.limited, head.settled, c.*
+SELECT head.limited, head.settled, head.freeing, c.*
   FROM (SELECT (SELECT limited FROM settings) AS limited,
-               ARRAY(SELECT seq FROM done UNION ALL SELECT seq FROM earlier) AS settled) head
+               ARRAY(SELECT seq FROM done UNION ALL SELECT seq FROM earlier) AS settled,
+               -- Completed jobs that others run after, whose links say so (ended_links, or
+               -- an earlier exchange whose answer was lost): their children move next.
+               ARRAY(SELECT id FROM done WHERE has_dependents
+                     UNION ALL
+                     SELECT id FROM jobs
+                      WHERE seq IN (SELECT seq FROM earlier) AND has_dependents) AS freeing) head
   LEFT JOIN claimed c ON true
  -- A condition, not a column: a column nothing reads is planned away, and set_config with it.
  WHERE (SELECT off FROM sync) IS NOT NULL
+
+
+-- == jobs that run after others (store/dependencies.py) =========================================
+
+-- name: dep_find_parents
+SELECT id FROM jobs WHERE id = ANY(%(ids)s::text[])
+
+-- name: dep_mark_parents
+-- Locks each parent's row: a parent ending meanwhile either ended first (its state is read
+-- here) or waits for this transaction, and then finds the link.
+UPDATE jobs SET has_dependents = true WHERE id = ANY(%(ids)s::text[])
+RETURNING id, state
+
+-- name: dep_link
+INSERT INTO job_parents (job_seq, position, parent_id, parent_state)
+VALUES (%(child)s, %(position)s, %(parent)s, %(parent_state)s)
+
+-- name: dep_any_end
+UPDATE jobs SET after_any_end = true WHERE seq = %(seq)s
+
+-- name: dep_end_links
+UPDATE job_parents SET parent_state = %(end)s WHERE parent_id = ANY(%(parents)s::text[])
+
+-- name: dep_drop_links
+UPDATE job_parents SET parent_state = 'deleted'
+ WHERE parent_id = ANY(%(parents)s::text[]) AND parent_state IS NULL
+
+-- name: dep_children
+-- Locked, in seq order, before their links are read (by the next statement, which then sees
+-- every end committed before the lock was had).
+SELECT seq, id, after_any_end, blocked_by FROM jobs
+ WHERE seq IN (SELECT job_seq FROM job_parents WHERE parent_id = ANY(%(parents)s::text[]))
+   AND state = %(state)s
+ ORDER BY seq
+   FOR UPDATE
+
+-- name: dep_links_of
+SELECT job_seq, parent_id, parent_state FROM job_parents
+ WHERE job_seq = ANY(%(seqs)s::bigint[])
+ ORDER BY job_seq, position
+
+-- name: dep_still_waiting
+-- Two probes of partial indexes per job (job_parents_open, job_parents_failed).
+SELECT seq FROM jobs j
+ WHERE seq = ANY(%(seqs)s::bigint[])
+   AND EXISTS (SELECT 1 FROM job_parents p WHERE p.job_seq = j.seq AND p.parent_state IS NULL)
+   AND (j.after_any_end
+        OR NOT EXISTS (SELECT 1 FROM job_parents p
+                        WHERE p.job_seq = j.seq AND p.parent_state <> 'completed'))
+
+-- name: dep_set_state
+-- A job that waited, or was cancelled by a parent's end, moves: its reason goes with it (a
+-- job cancelled by an operator keeps its own).
+UPDATE jobs SET state = %(state)s, blocked_by = %(blocked_by)s,
+                last_error = CASE WHEN %(state)s = 'cancelled' OR blocked_by IS NOT NULL
+                                  THEN %(error)s ELSE last_error END,
+                finished_at = CASE WHEN %(state)s = 'cancelled' THEN %(now)s::bigint END,
+                updated_at = %(now)s
+ WHERE seq = %(seq)s
+
+-- name: dep_linked_among
+SELECT id, seq, after_any_end FROM jobs j
+ WHERE id = ANY(%(ids)s::text[])
+   AND EXISTS (SELECT 1 FROM job_parents p WHERE p.job_seq = j.seq)
+
+-- name: dep_blocked_by
+SELECT blocked_by FROM jobs WHERE id = ANY(%(ids)s::text[])
+
+-- name: dep_forget_deleted
+DELETE FROM job_parents
+ WHERE job_seq = ANY(%(seqs)s::bigint[]) AND parent_state = 'deleted'
+
+-- name: dep_any
+SELECT 1 FROM job_parents LIMIT 1
+
+-- name: dep_stranded
+-- Waiting jobs whose parents have all ended, or one of which failed (dependencies.sweep).
+SELECT seq, id, after_any_end, blocked_by FROM jobs j
+ WHERE state = 'waiting'
+   AND (NOT EXISTS (SELECT 1 FROM job_parents p
+                     WHERE p.job_seq = j.seq AND p.parent_state IS NULL)
+        OR (NOT j.after_any_end
+            AND EXISTS (SELECT 1 FROM job_parents p
+                         WHERE p.job_seq = j.seq AND p.parent_state <> 'completed')))
+ ORDER BY seq
+   FOR UPDATE SKIP LOCKED
+
+-- name: dep_parents_with_children
+SELECT DISTINCT parent_id FROM job_parents WHERE parent_id = ANY(%(ids)s::text[])
+
+-- name: job_parents_of
+SELECT p.parent_id, j.state, p.parent_state
+  FROM jobs c JOIN job_parents p ON p.job_seq = c.seq
+  LEFT JOIN jobs j ON j.id = p.parent_id
+ WHERE c.id = %(id)s
+ ORDER BY p.position
+
+-- name: job_children_of
+SELECT c.id, c.state
+  FROM job_parents p JOIN jobs c ON c.seq = p.job_seq
+ WHERE p.parent_id = %(id)s
+ ORDER BY c.seq
+ LIMIT %(limit)s
+
+
+-- == the text index (queuectl search-index) ==================================================
+-- Free text goes through a pg_trgm GIN index of each job's id, command and last error (one
+-- expression, the three joined by chr(1)) when an operator turned it on.
+
+-- name: list_jobs_matching_indexed
+-- The same matches as list_jobs_matching, for a text of three characters or more.
+(id || chr(1) || command || chr(1) || coalesce(last_error, '')) ILIKE
+    '%%' || replace(replace(replace(%s, '\', '\\'), '%%', '\%%'), '_', '\_') || '%%' ESCAPE '\'
+
+-- name: text_index_present
+-- Valid only: a build that was cut short leaves an invalid index, which queries do not use.
+SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+ WHERE c.relname = 'jobs_text' AND c.relnamespace = current_schema()::regnamespace
+   AND i.indisvalid
+
+-- name: trgm_extension
+CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public
+
+-- name: trgm_schema
+SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'pg_trgm'
+
+-- name: text_index_drop
+DROP INDEX CONCURRENTLY IF EXISTS jobs_text
+
+-- name: text_index_wait_freely
+-- A concurrent build waits for every transaction open when it starts (a long bulk enqueue):
+-- that wait is no lock conflict to give up on.
+SET lock_timeout = 0
+
+-- name: text_index_wait_as_before
+RESET lock_timeout

@@ -1,15 +1,16 @@
 """A small, realistic queue with fixed ids and times: every state, attempt histories with
 output, retries counting down, dead letters (one with hostile output), and live, stale and
-stopped workers. Screenshots and the console's tests are taken on it."""
+stopped workers. The console's tests and the screenshots (scripts/) are taken on it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from ..lifecycle import RetryPolicy
-from ..models import Job, JobSpec, Outcome, OutputChunk, Stream, Worker, WorkerStatus
-from ..store import OutputAppend, Settlement, Store
-from ..timeutil import parse_iso
+from queuectl_tui.lifecycle import RetryPolicy
+from queuectl_tui.models import Job, JobSpec, Outcome, OutputChunk, Stream, Worker, WorkerStatus
+from queuectl_tui.schedules import new_schedule, parse_schedule
+from queuectl_tui.store import OutputAppend, Settlement, Store
+from queuectl_tui.timeutil import parse_iso
 
 DEMO_NOW = parse_iso("2026-07-24T10:00:00Z")
 SECOND = 1000
@@ -174,6 +175,38 @@ def seed_demo(store: Store, now: int = DEMO_NOW) -> None:
         spec = JobSpec(id=job_id, command=command, priority=priority, run_at=run_at)
         store.enqueue(spec, 3, now - (30 - index) * SECOND)
     _workers(store, now)
+    _schedules(store, now)
+
+
+def _schedules(store: Store, now: int) -> None:
+    """Schedules whose last jobs are the demo's own (they make no job of their own)."""
+    for name, fields, last, paused in (
+        (
+            "daily-report",
+            {"cron": "0 6 * * *", "timezone": "Europe/Berlin", "command": "make report"},
+            "report-daily",
+            False,
+        ),
+        ("db-backup", {"cron": "30 2 * * *", "command": "./bin/backup"}, "backup-db", False),
+        ("crm-sync", {"every": "15m", "command": "./bin/sync-crm"}, "sync-crm", False),
+        ("thumbs-sweep", {"every": "30s", "command": "./bin/thumbs"}, "thumbs-023", True),
+        (
+            "weekly-digest",
+            {"cron": "@weekly", "timezone": "America/New_York", "command": "./bin/digest"},
+            None,
+            False,
+        ),
+        ("[red]hostile[/red]", {"cron": "@hourly", "command": "true"}, None, False),
+    ):
+        schedule = new_schedule(name, parse_schedule(fields), "cli", now - 3 * 86_400_000)
+        schedule = replace(
+            schedule,
+            next_at=schedule.spec.next_tick(now),
+            paused=paused,
+            last_job_id=last,
+            last_fired_at=None if last is None else now - 9 * MINUTE,
+        )
+        store.add_schedule(schedule, None)
 
 
 def _print_live(store: Store, job: Job, start: int) -> None:
