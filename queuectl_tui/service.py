@@ -11,7 +11,17 @@ from .config import Settings
 from .display import printable
 from .error_groups import ErrorGroup
 from .errors import InvalidInput, NotFound
-from .job_input import InputError, line_of_id, parse_job_batches, parse_job_json
+from .job_input import (
+    InputError,
+    JobDocument,
+    decode_json,
+    is_json_job_text,
+    line_of_id,
+    parse_job_batches,
+    parse_job_json,
+    parse_job_object,
+    read_document,
+)
 from .models import (
     Attempt,
     Job,
@@ -102,15 +112,20 @@ def _defaulted(batch: Sequence[JobSpec], defaults: JobDefaults) -> list[JobSpec]
 
 
 def enqueue_lines(
-    store: Store, settings: Settings, lines: Iterable[str], defaults: JobDefaults | None = None
+    store: Store,
+    settings: Settings,
+    lines: Iterable[str] | JobDocument,
+    defaults: JobDefaults | None = None,
 ) -> BulkEnqueueResult:
-    """Validate a JSON Lines input, then store it in one transaction: all or nothing (with
-    `defaults` for what the jobs leave unset; InputError naming the line if one cannot).
+    """Validate a JSON Lines input (or a document's entries), then store it in one
+    transaction: all or nothing (with `defaults` for what the jobs leave unset; InputError
+    naming the line if one cannot).
 
     Validation happens before the transaction opens, so the write lock (which every worker's
     heartbeat needs too) is held only for the inserts themselves."""
-    lines = list(lines)  # read again to name the line of a job that runs after an unknown one
-    batches = list(parse_job_batches(lines, job_types=settings.job_types))
+    # read again to name the line of a job that runs after an unknown one
+    form = lines if isinstance(lines, JobDocument) else JobDocument(list(lines))
+    batches = list(parse_job_batches(form, job_types=settings.job_types))
     if defaults:
         batches = [_defaulted(batch, defaults) for batch in batches]
     now = store.now()
@@ -118,9 +133,17 @@ def enqueue_lines(
     try:
         return store.enqueue_batches(timed, settings.max_retries, now)
     except UnknownParent as error:
-        number = line_of_id(lines, error.job_id)
-        where = f"line {number}: " if number is not None else ""
+        number = line_of_id(form.entries, error.job_id, form.first)
+        where = form.where(number) if number is not None else ""
         raise InputError(f"{where}{error}", "after") from None
+
+
+def enqueue_text(
+    store: Store, settings: Settings, text: str, defaults: JobDefaults | None = None
+) -> BulkEnqueueResult:
+    """`enqueue_lines` for a whole input, its form (JSON Lines, a JSON array, or objects
+    written across lines) told from its content."""
+    return enqueue_lines(store, settings, read_document(text), defaults)
 
 
 def enqueue_specs(store: Store, settings: Settings, specs: Sequence[JobSpec]) -> BulkEnqueueResult:
@@ -382,16 +405,20 @@ __all__ = [
     "StoreError",
     "all_workers",
     "dead_jobs",
+    "decode_json",
     "enqueue",
     "enqueue_lines",
     "enqueue_specs",
+    "enqueue_text",
     "find_jobs",
     "get_job",
+    "is_json_job_text",
     "job_history",
     "list_jobs",
     "open_queue",
     "parse_job_batches",
     "parse_job_json",
+    "parse_job_object",
     "queue_stats",
     "queue_status",
     "running_pool",

@@ -75,7 +75,8 @@ def run_cli(tmp_path: Path, db_path: Path, cli_env: dict[str, str]) -> RunCli:
             command += ["--db", str(db_path)]
         return subprocess.run(
             [*command, *args],
-            input=input,
+            # Never the test runner's own stdin: a command reads a pipe it is given.
+            **({"input": input} if input is not None else {"stdin": subprocess.DEVNULL}),
             capture_output=True,
             text=True,
             cwd=workdir,

@@ -14,6 +14,7 @@ from . import (
     control,
     dashboard,
     dlq,
+    enqueue,
     jobs,
     logs,
     metrics_cmd,
@@ -69,6 +70,7 @@ def main_options(
         typer.echo(line, err=True)
 
 
+enqueue.register(app)
 jobs.register(app)
 logs.register(app, workers.worker_app)
 control.register(app)

@@ -1,39 +1,18 @@
-"""Job commands: enqueue, list, show, status, stats."""
+"""Job commands: list, show, status, stats."""
 
 from __future__ import annotations
 
-import os
 import sys
-from pathlib import Path
 
 import typer
 
 from .. import service
 from ..display import is_utf8
-from ..models import ENV_NAME, STATES, JobDefaults, JobSpecError, JobState
+from ..models import STATES, JobState
 
 # `render` (and rich with it) is imported by the commands that draw: enqueue and the
 # pool start without it.
-from .context import EXIT_USAGE, fail, guarded, open_store, print_json, queue_option, state
-
-
-def _read_lines(path: str) -> list[str]:
-    """The lines of a JSON Lines input, decoded strictly as UTF-8.
-
-    Split at newlines only: JSON allows U+2028 or U+0085 raw inside a string, and
-    str.splitlines would cut the line there."""
-    source = "stdin" if path == "-" else path
-    try:
-        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
-    except FileNotFoundError:
-        fail(f"file not found: {path}", EXIT_USAGE)
-    except OSError as error:
-        fail(f"cannot read {source}: {error}", EXIT_USAGE)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        fail(f"{source} is not valid UTF-8 text (byte {error.start + 1})", EXIT_USAGE)
-    return [line.removesuffix("\r") for line in text.split("\n")]
+from .context import EXIT_USAGE, fail, guarded, open_store, print_json, queue_option
 
 
 def require_utf8_id(job_id: str) -> None:
@@ -59,152 +38,6 @@ def parse_state(value: str | None) -> JobState | None:
             f"unknown state '{value}'; choose one of: {', '.join(s.value for s in STATES)}",
             EXIT_USAGE,
         )
-
-
-_FLAG = {
-    "delay": "--delay",
-    "cwd": "--cwd",
-    "env": "--env",
-    "after": "--after",
-    "after_any_end": "--after-any-end",
-}
-
-
-def _job_defaults(
-    delay: str | None,
-    cwd: str | None,
-    pairs: list[str],
-    capture: bool,
-    after: list[str],
-    after_any_end: bool,
-) -> JobDefaults:
-    """The enqueue flags as defaults for the jobs, or a usage error naming the flag."""
-    env: dict[str, str] | None = None
-    if capture:
-        # What a job may not set (QUEUECTL_*, bash's exported functions) stays the pool's.
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if ENV_NAME.fullmatch(k) and not k.startswith("QUEUECTL_")
-        }
-    for pair in pairs:
-        name, equals, value = pair.partition("=")
-        if not equals:
-            fail(f"--env takes NAME=VALUE, not {pair!r}", EXIT_USAGE)
-        env = (env or {}) | {name: value}
-    try:
-        return JobDefaults.of(
-            delay,
-            None if cwd is None else os.path.abspath(cwd),
-            env,
-            ",".join(after) if after else None,
-            after_any_end,
-        )
-    except JobSpecError as error:
-        flag = _FLAG.get(error.field or "", "--env")
-        fail(str(error).replace(f"field '{error.field}'", flag), EXIT_USAGE)
-
-
-@guarded
-def enqueue(
-    ctx: typer.Context,
-    job_json: str | None = typer.Argument(
-        None, metavar="JOB_JSON", help="The job as one JSON object."
-    ),
-    file: str | None = typer.Option(
-        None,
-        "--file",
-        "-f",
-        metavar="PATH",
-        help="Read jobs as JSON Lines from PATH ('-' for stdin); all or nothing.",
-    ),
-    delay_text: str | None = typer.Option(
-        None,
-        "--delay",
-        metavar="DURATION",
-        help="Run it this long from now (90s, 10m, 2h, 7d), unless the job gives its own "
-        "run_at or delay.",
-    ),
-    cwd: str | None = typer.Option(
-        None,
-        "--cwd",
-        metavar="DIR",
-        help="Run it in this directory (made absolute here), unless the job gives its own.",
-    ),
-    env_pairs: list[str] = typer.Option(
-        [],
-        "--env",
-        metavar="NAME=VALUE",
-        help="Set this in its environment (repeat for more), beside the pool's.",
-    ),
-    capture_env: bool = typer.Option(
-        False,
-        "--capture-env",
-        help="Give it this shell's whole environment (--env adds to it), as pueue does.",
-    ),
-    after: list[str] = typer.Option(
-        [],
-        "--after",
-        metavar="ID[,ID...]",
-        help="Run it once these jobs have completed (repeat or separate with commas); if "
-        "one ends dead or cancelled, it is cancelled too.",
-    ),
-    after_any_end: bool = typer.Option(
-        False,
-        "--after-any-end",
-        help="With --after: run it once those jobs have ended, however they ended.",
-    ),
-    quiet: bool = typer.Option(False, "--quiet", help="Print only the job id."),
-    as_json: bool = typer.Option(False, "--json", help="Print the job as JSON."),
-) -> None:
-    """Add a job (or many) to the queue.
-
-    Fields: id, command (required), queue, priority, run_at (ISO 8601) or delay ("10m", or
-    seconds), max_retries, timeout (seconds), idempotency_key, cwd, env, after (ids of jobs
-    made before it) and after_any_end. A typed job gives type and payload instead of command:
-    the type's command (config.json job_types) gets the payload as JSON on stdin.
-
-    Example: queuectl enqueue '{"id":"job1","command":"echo Hello"}' --delay 10m
-    Example: queuectl enqueue '{"id":"report","command":"make report"}' --after fetch1,fetch2
-    """
-    if (job_json is None) == (file is None):
-        fail("give either a JOB_JSON argument or --file PATH", EXIT_USAGE)
-    defaults = _job_defaults(delay_text, cwd, env_pairs, capture_env, after, after_any_end)
-    settings = state(ctx).settings
-    if file is not None:
-        lines = _read_lines(file)
-        if not any(line.strip() for line in lines):
-            fail("no jobs in the input", EXIT_USAGE)
-        with open_store(ctx) as store:
-            result = service.enqueue_lines(store, settings, lines, defaults)
-        if as_json:
-            print_json({"created": result.created, "existing": result.existing})
-        elif not quiet:
-            skipped = f" ({result.existing} skipped: idempotency key already used)"
-            noun = "job" if result.created == 1 else "jobs"
-            print(f"Enqueued {result.created} {noun}" + (skipped if result.existing else ""))
-        return
-    assert job_json is not None
-    spec = service.parse_job_json(job_json, settings.job_types)
-    try:
-        spec = defaults.apply(spec)
-    except JobSpecError as error:
-        fail(f"--{error.field}: {str(error).split(': ', 1)[-1]}", EXIT_USAGE)
-    with open_store(ctx) as store:
-        outcome = service.enqueue(store, settings, spec)
-    job = outcome.job
-    if as_json:
-        print_json(job.to_dict() | {"created": outcome.created})
-    elif quiet:
-        print(job.id)
-    elif outcome.created and job.state is JobState.WAITING:
-        print(f"Enqueued job {job.id}: waiting for the jobs it runs after")
-    elif outcome.created and job.state is JobState.CANCELLED:
-        print(f"Enqueued job {job.id}, cancelled at once: {job.last_error}")
-    elif outcome.created:
-        print(f"Enqueued job {job.id}")
-    else:
-        print(f"Job {job.id} already holds idempotency key '{job.idempotency_key}'; nothing added")
 
 
 @guarded
@@ -346,7 +179,6 @@ def stats(
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(enqueue)
     app.command("list")(list_jobs)
     app.command()(show)
     app.command()(status)
