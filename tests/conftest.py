@@ -81,7 +81,7 @@ def run_cli(tmp_path: Path, db_path: Path, cli_env: dict[str, str]) -> RunCli:
             text=True,
             cwd=workdir,
             env=cli_env,
-            timeout=60,
+            timeout=600,  # generous: a bench on a loaded machine takes minutes
         )
 
     return run

@@ -143,7 +143,7 @@ def test_stats_of_one_queue(run_cli: RunCli) -> None:
     stats = json.loads(run_cli("stats", "--queue", "reports", "--json").stdout)
     assert stats["queue"] == "reports" and stats["counts"]["pending"] == 1
     assert stats["counts"]["total"] == 1
-    shown = run_cli("stats", "--queue", "reports")
+    shown = run_cli("stats", "--queue", "reports", "-o", "table")
     assert shown.returncode == 0 and "Activity, queue reports" in shown.stdout
     bad = run_cli("stats", "--queue", "no spaces")
     assert bad.returncode == 2 and "--queue must be a queue name" in bad.stderr
@@ -229,7 +229,7 @@ def test_human_list_never_cuts_an_id(run_cli: RunCli, cli_env: dict[str, str]) -
     long_id = "a-rather-long-job-identifier-" + "x" * 60
     run_cli("enqueue", json.dumps({"id": long_id, "command": "true"}))
     cli_env["COLUMNS"] = "80"
-    out = run_cli("list").stdout
+    out = run_cli("list", "-o", "table").stdout
     first_column = [line.split("│")[1].strip() for line in out.splitlines() if "│" in line]
     assert "".join(first_column) == long_id
     assert max(len(line) for line in out.splitlines()) <= 80
@@ -379,7 +379,7 @@ def test_list_never_squeezes_ids_states_priorities_or_tries(
         job = {"id": job_id, "command": LONG_COMMAND, "priority": -2147483647}
         assert run_cli("enqueue", json.dumps(job)).returncode == 0
     cli_env["COLUMNS"] = str(width)
-    out = run_cli("list").stdout
+    out = run_cli("list", "-o", "table").stdout
     assert max(len(line) for line in out.splitlines()) <= width
     header, *_ = _table_rows(out)
     assert header[:4] == ["ID", "STATE", "PRI", "TRIES"]
@@ -434,20 +434,20 @@ def test_other_tables_fit_the_width_and_keep_ids_whole(
     outputs = {
         args: run_cli(*args)
         for args in [
-            ("dlq", "list"),
-            ("workers", "--all"),
-            ("status",),
-            ("stats",),
+            ("dlq", "list", "-o", "table"),  # a table, though stdout is a pipe
+            ("workers", "--all", "-o", "table"),
+            ("status", "-o", "table"),
+            ("stats", "-o", "table"),
             ("show", "job-1"),
         ]
     }
     for args, result in outputs.items():
         assert result.returncode == 0, (args, result.stderr)
         assert max(len(line) for line in result.stdout.splitlines()) <= width, args
-    dead = _folded_rows(outputs[("dlq", "list")].stdout)
+    dead = _folded_rows(outputs[("dlq", "list", "-o", "table")].stdout)
     # All died at once, as far as their times say: the latest enqueued is listed first.
     assert [row[:3] for row in dead] == [[job_id, "4", "1"] for job_id in NARROW_IDS[::-1]]
-    workers = _folded_rows(outputs[("workers", "--all")].stdout)
+    workers = _folded_rows(outputs[("workers", "--all", "-o", "table")].stdout)
     assert [row[:2] for row in workers] == [["backup-host-4242-w1", "stopped"]]
     assert "job-1" in outputs[("show", "job-1")].stdout
 

@@ -143,4 +143,14 @@ def test_every_and_aliases(run_cli: RunCli) -> None:
 
 def test_list_when_there_are_none(run_cli: RunCli) -> None:
     assert run_cli("schedule", "list", "--json").stdout.strip() == "[]"
-    assert "No schedules yet" in run_cli("schedule", "list").stdout
+    assert "No schedules yet" in run_cli("schedule", "list", "-o", "table").stdout
+    assert run_cli("schedule", "list").stdout.split() == [
+        "NAME",
+        "SCHEDULE",
+        "NEXT_UTC",
+        "LAST_JOB",
+        "STATE",
+        "TZ",
+        "ORIGIN",
+        "WHEN",
+    ]

@@ -338,7 +338,7 @@ def test_config_set_says_when_running_pools_apply_the_change(
 def test_config_list_and_set_help_name_the_live_settings(tmp_path: Path) -> None:
     config = tmp_path / "config.json"
     config.write_text("{}")
-    listed = _queuectl(config, "config", "list").stdout
+    listed = _queuectl(config, "config", "list", "-o", "table").stdout
     cells = [[cell.strip() for cell in line.split("│")[1:-1]] for line in listed.splitlines()]
     live = {row[0]: row[3] for row in cells if len(row) == 5 and row[0]}
     assert len(live) == len(SETTINGS)

@@ -125,7 +125,7 @@ def test_list_query_on_the_cli(run_cli: RunCli, db_path) -> None:
     assert sorted(job["id"] for job in json.loads(found.stdout)) == ["backup-0", "backup-1"]
     counted = run_cli("list", "-Q", "exit:7")
     assert "2 jobs match the search." in counted.stderr
-    none = run_cli("list", "-Q", "nothing-like-it")
+    none = run_cli("list", "-Q", "nothing-like-it", "-o", "table")
     assert none.stdout.strip() == "No jobs match the search."
     bad = run_cli("list", "-Q", "stat:dead")
     assert bad.returncode == 2

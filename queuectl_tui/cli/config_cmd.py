@@ -16,6 +16,7 @@ from ..config import (
     write_setting,
 )
 from .context import guarded, print_json, state
+from .output import Output, chosen, output_option
 
 app = typer.Typer(
     help="Show and change settings (stored in the config file).",
@@ -51,6 +52,7 @@ def _show(value: object) -> str:
 def list_settings(
     ctx: typer.Context,
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    output: str | None = output_option(),
 ) -> None:
     """Every setting with its value in effect, its default, and whether running pools apply
     a change to it without a restart (LIVE).
@@ -59,12 +61,30 @@ def list_settings(
     """
     settings = state(ctx).settings
     values = settings.as_dict()
-    if as_json:
+    mode = chosen(output, as_json)
+    if mode is Output.JSON:
         print_json({spec.cli_name: values[spec.key] for spec in SETTINGS})
         return
     from rich.table import Table  # rich only for the commands that draw
 
     from . import render
+
+    defaults = Settings().as_dict()
+    rows: list[list[str]] = [
+        [
+            spec.cli_name,
+            _show(values[spec.key]),
+            _show(defaults[spec.key]),
+            spec.live or "no",
+            spec.help,
+        ]
+        for spec in SETTINGS
+    ]
+    headers = ("SETTING", "VALUE", "DEFAULT", "LIVE", "MEANING")
+    if mode is Output.PLAIN:
+        columns = [render.Column(header) for header in headers]
+        render.show(render.FittedTable(columns, list(rows)), plain_text=True)
+        return
 
     caption = (
         f"config file: {settings.config_file or '(none)'}\n"
@@ -72,17 +92,10 @@ def list_settings(
         "a restart"
     )
     table = Table(header_style="bold", caption=caption)
-    for column in ("SETTING", "VALUE", "DEFAULT", "LIVE", "MEANING"):
+    for column in headers:
         table.add_column(column, no_wrap=column != "MEANING")
-    defaults = Settings().as_dict()
-    for spec in SETTINGS:
-        table.add_row(
-            spec.cli_name,
-            _show(values[spec.key]),
-            _show(defaults[spec.key]),
-            spec.live or "no",
-            spec.help,
-        )
+    for row in rows:
+        table.add_row(*row)
     render.console().print(table)
 
 

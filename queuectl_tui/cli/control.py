@@ -12,6 +12,7 @@ from ..models import JobState
 from ..timeutil import parse_duration
 from .context import EXIT_FAILURE, EXIT_USAGE, fail, guarded, open_store, print_json, queue_option
 from .jobs import parse_state, require_utf8_id
+from .output import Output, chosen, output_option
 
 CLI = "cli"
 
@@ -183,6 +184,7 @@ def audit(
     ctx: typer.Context,
     limit: int = typer.Option(50, "--limit", "-n", min=1, help="At most this many, newest first."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON array only."),
+    output: str | None = output_option(),
 ) -> None:
     """Operators' actions, newest first: when, from which face, who, what, on what.
 
@@ -190,16 +192,14 @@ def audit(
     """
     with open_store(ctx) as store:
         entries = control.audit_trail(store, limit)
-    if as_json:
+    mode = chosen(output, as_json)
+    if mode is Output.JSON:
         print_json([entry.to_dict() for entry in entries])
         return
     from . import render
 
-    out = render.console()
-    if not entries:
-        out.print("No operator actions recorded yet.")
-        return
-    out.print(render.audit_table(entries))
+    empty = "No operator actions recorded yet."
+    render.show(render.audit_table(entries), mode is Output.PLAIN, empty)
 
 
 def register(app: typer.Typer) -> None:

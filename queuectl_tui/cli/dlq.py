@@ -12,6 +12,7 @@ from ..models import JobState
 # pool start without it.
 from .context import EXIT_FAILURE, EXIT_USAGE, fail, guarded, open_store, print_json
 from .jobs import row_limit
+from .output import Output, chosen, output_option
 
 app = typer.Typer(
     help="The dead letter queue: jobs that used up their retries.",
@@ -26,6 +27,7 @@ def list_dead(
     ctx: typer.Context,
     limit: int = typer.Option(1000, "--limit", "-n", min=0, help="At most this many (0: all)."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON array only."),
+    output: str | None = output_option(),
 ) -> None:
     """List dead jobs with their last exit code and error, the latest to die first.
 
@@ -33,16 +35,13 @@ def list_dead(
     """
     with open_store(ctx) as store:
         jobs = service.dead_jobs(store, row_limit(limit))
-    if as_json:
+    mode = chosen(output, as_json)
+    if mode is Output.JSON:
         print_json([job.to_dict() for job in jobs])
         return
     from . import render
 
-    out = render.console()
-    if not jobs:
-        out.print("The dead letter queue is empty.")
-        return
-    out.print(render.dead_table(jobs))
+    render.show(render.dead_table(jobs), mode is Output.PLAIN, "The dead letter queue is empty.")
 
 
 @app.command("groups")
@@ -54,6 +53,7 @@ def groups(
     ),
     limit: int = typer.Option(100, "--limit", "-n", min=1, max=10_000, help="At most this many."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON array only."),
+    output: str | None = output_option(),
 ) -> None:
     """Dead jobs grouped by how they failed: the exit (or signal, or timeout) and the last
     line printed, with numbers, hex, ids and paths masked. Largest group first.
@@ -65,16 +65,13 @@ def groups(
     state = JobState.FAILED if failed else JobState.DEAD
     with open_store(ctx) as store:
         found = service.error_groups(store, state, limit)
-    if as_json:
+    mode = chosen(output, as_json)
+    if mode is Output.JSON:
         print_json([group.to_dict() for group in found])
         return
     from . import render
 
-    out = render.console()
-    if not found:
-        out.print(f"No {state.value} jobs.")
-        return
-    out.print(render.groups_table(found))
+    render.show(render.groups_table(found), mode is Output.PLAIN, f"No {state.value} jobs.")
 
 
 def _group_text(group: str) -> str:

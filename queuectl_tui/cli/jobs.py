@@ -13,6 +13,7 @@ from ..models import STATES, JobState
 # `render` (and rich with it) is imported by the commands that draw: enqueue and the
 # pool start without it.
 from .context import EXIT_USAGE, fail, guarded, open_store, print_json, queue_option
+from .output import Output, chosen, output_option
 
 
 def require_utf8_id(job_id: str) -> None:
@@ -67,6 +68,7 @@ def list_jobs(
         ),
     ),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON array only."),
+    output: str | None = output_option(),
 ) -> None:
     """List jobs in creation order.
 
@@ -87,19 +89,17 @@ def list_jobs(
             )
         now = store.now()
     jobs, total = page.jobs, page.total
-    if as_json:
+    mode = chosen(output, as_json)
+    if mode is Output.JSON:
         print_json([job.to_dict() for job in jobs])
         return
     from . import render
 
-    out = render.console()
-    if not jobs:
-        if query is not None:
-            out.print("No jobs match the search.")
-            return
-        out.print("No jobs" + (f" in state {job_state.value}." if job_state else "."))
-        return
-    out.print(render.jobs_table(jobs, now))
+    if query is not None:
+        empty = "No jobs match the search."
+    else:
+        empty = "No jobs" + (f" in state {job_state.value}." if job_state else ".")
+    render.show(render.jobs_table(jobs, now), mode is Output.PLAIN, empty)
     if query is not None:
         verb = "matches" if total == 1 else "match"
         sys.stderr.write(f"{total:,} job{'s' * (total != 1)} {verb} the search.\n")
@@ -137,6 +137,7 @@ def status(
         None, "--queue", "-q", metavar="NAME", help="Count the jobs of this queue only."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    output: str | None = output_option(),
 ) -> None:
     """Jobs per state and the number of active workers.
 
@@ -145,12 +146,13 @@ def status(
     name = None if queue is None else queue_option(queue)
     with open_store(ctx) as store:
         counts = service.queue_status(store, name)
-    if as_json:
+    mode = chosen(output, as_json)
+    if mode is Output.JSON:
         print_json(counts.to_dict())
         return
     from . import render
 
-    render.console().print(render.counts_table(counts))
+    render.show(render.counts_table(counts), mode is Output.PLAIN)
 
 
 @guarded
@@ -160,6 +162,7 @@ def stats(
         None, "--queue", "-q", metavar="NAME", help="The figures of this queue only."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    output: str | None = output_option(),
 ) -> None:
     """Counts, throughput, retries, and queue-wait and run-time latencies.
 
@@ -168,14 +171,16 @@ def stats(
     name = None if queue is None else queue_option(queue)
     with open_store(ctx) as store:
         result = service.queue_stats(store, name)
-    if as_json:
+    mode = chosen(output, as_json)
+    if mode is Output.JSON:
         print_json(result.to_dict())
         return
     from . import render
 
-    out = render.console()
-    for table in render.stats_tables(result):
-        out.print(table)
+    for number, table in enumerate(render.stats_tables(result)):
+        if number and mode is Output.PLAIN:
+            print()  # a blank line between the blocks
+        render.show(table, mode is Output.PLAIN)
 
 
 def register(app: typer.Typer) -> None:

@@ -7,6 +7,7 @@ import typer
 from .. import control
 from ..models import queue_limit_text
 from .context import EXIT_USAGE, fail, guarded, open_store, print_json, queue_option
+from .output import Output, chosen, output_option
 
 app = typer.Typer(
     help="Named queues: list them, pause and resume them, limit how many of their jobs run.",
@@ -21,6 +22,7 @@ CLI = "cli"
 def list_queues(
     ctx: typer.Context,
     as_json: bool = typer.Option(False, "--json", help="Print a JSON array only."),
+    output: str | None = output_option(),
 ) -> None:
     """Every queue with its waiting and running jobs, paused flag, limit and the age of its
     longest-waiting job.
@@ -30,16 +32,14 @@ def list_queues(
     with open_store(ctx) as store:
         queues = control.queue_overview(store)
         now = store.now()
-    if as_json:
+    mode = chosen(output, as_json)
+    if mode is Output.JSON:
         print_json([queue.to_dict(now) for queue in queues])
         return
     from . import render
 
-    out = render.console()
-    if not queues:
-        out.print("No queues yet: a job's queue is made when the first job names it.")
-        return
-    out.print(render.queues_table(queues, now))
+    empty = "No queues yet: a job's queue is made when the first job names it."
+    render.show(render.queues_table(queues, now), mode is Output.PLAIN, empty)
 
 
 def _set_paused(ctx: typer.Context, name: str, paused: bool) -> str:

@@ -92,6 +92,9 @@ class Column:
     role: Role = Role.KEEP
     justify: JustifyMethod = "left"
     rank: int = 0
+    # In plain output, what joins the words of a cell, so that it stays one field for awk:
+    # "T" for an instant (2026-07-24T10:00:00), "_" for a label; " " keeps the text as it is.
+    joiner: str = " "
 
 
 FLEX_MIN = 5  # a flexible column is cut down to this before an id folds
@@ -108,8 +111,14 @@ class FittedTable:
     hold that, the borders go first, then the flexible columns; only an id longer than any
     row could give it folds onto more lines, and it is never cut."""
 
-    def __init__(self, columns: Sequence[Column], rows: Sequence[Sequence[Text | str]]) -> None:
+    def __init__(
+        self,
+        columns: Sequence[Column],
+        rows: Sequence[Sequence[Text | str]],
+        title: str | None = None,
+    ) -> None:
         self.columns = list(columns)
+        self.title = title
         self.rows = [[_as_text(cell) for cell in row] for row in rows]
         self.natural = [
             max([cell_len(column.header)] + [row[index].cell_len for row in self.rows])
@@ -118,6 +127,27 @@ class FittedTable:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         yield self.table(options.max_width)
+
+    def plain_lines(self) -> list[str]:
+        """One header line, then a line per row: every column whole, aligned with two spaces
+        between columns, an empty cell shown as '-' so each row has the same fields."""
+        headers = [_header_field(column.header) for column in self.columns]
+        rows = [
+            [_plain_field(cell, column) for cell, column in zip(row, self.columns, strict=True)]
+            for row in self.rows
+        ]
+        widths = [
+            max(cell_len(text) for text in [header, *(row[i] for row in rows)])
+            for i, header in enumerate(headers)
+        ]
+        lines = []
+        for cells in [headers, *rows]:
+            parts = []
+            for text, column, width in zip(cells, self.columns, widths, strict=True):
+                pad = " " * (width - cell_len(text))
+                parts.append(pad + text if column.justify == "right" else text + pad)
+            lines.append("  ".join(parts).rstrip())
+        return lines
 
     def table(self, width: int) -> Table:
         # Bordered, then borderless, then without the flexible columns, all with every id
@@ -133,9 +163,11 @@ class FittedTable:
             boxed, widths = False, self._folded_plan(width, boxed=False)
         assert widths is not None
         table = (
-            Table(header_style="bold")
+            Table(header_style="bold", title=self.title)
             if boxed
-            else Table(header_style="bold", box=None, padding=(0, 1), pad_edge=False)
+            else Table(
+                header_style="bold", title=self.title, box=None, padding=(0, 1), pad_edge=False
+            )
         )
         for index, column_width in sorted(widths.items()):
             column = self.columns[index]
@@ -214,6 +246,32 @@ class FittedTable:
         return _chrome(boxed, len(shown)) + content
 
 
+def _header_field(header: str) -> str:
+    """A header as one field: 'UPDATED (UTC)' becomes UPDATED_UTC."""
+    return "_".join(header.replace("(", " ").replace(")", " ").split())
+
+
+def _plain_field(cell: Text, column: Column) -> str:
+    text = printable(cell.plain, single_line=True)
+    if not text.strip():
+        return "-"
+    if (
+        column.joiner == "_"
+    ):  # a label: 'failed attempts, last minute' -> failed_attempts_last_minute
+        text = text.replace(",", " ")
+    return text if column.joiner == " " else column.joiner.join(text.split())
+
+
+def show(table: FittedTable, plain_text: bool, empty: str = "") -> None:
+    """The table for a terminal, or its plain lines (the header alone when it has no rows;
+    `empty` is said instead at a terminal)."""
+    if plain_text:
+        sys.stdout.write("".join(line + "\n" for line in table.plain_lines()))
+        return
+    out = console()
+    out.print(table if table.rows or not empty else empty)
+
+
 def _as_text(cell: Text | str) -> Text:
     return cell if isinstance(cell, Text) else Text(cell)
 
@@ -250,7 +308,7 @@ def jobs_table(jobs: Sequence[Job], now: int) -> FittedTable:
         Column("PRI", justify="right"),
         Column("TRIES", justify="right"),
         Column("NEXT RUN", Role.OPTIONAL, rank=1),
-        Column("UPDATED (UTC)", Role.OPTIONAL, rank=3),
+        Column("UPDATED (UTC)", Role.OPTIONAL, joiner="T", rank=3),
         Column("EXIT", Role.OPTIONAL, justify="right", rank=2),
         Column("COMMAND", Role.FLEX),
     ]
@@ -276,7 +334,7 @@ def dead_table(jobs: Sequence[Job]) -> FittedTable:
         Column("ID", Role.ID),
         Column("ATTEMPTS", justify="right"),
         Column("EXIT", justify="right"),
-        Column("DIED (UTC)", Role.OPTIONAL),
+        Column("DIED (UTC)", Role.OPTIONAL, joiner="T"),
         Column("LAST ERROR", Role.FLEX),
         Column("COMMAND", Role.FLEX),
     ]
@@ -297,8 +355,8 @@ def dead_table(jobs: Sequence[Job]) -> FittedTable:
 def groups_table(groups: Sequence[ErrorGroup]) -> FittedTable:
     columns = [
         Column("JOBS", justify="right"),
-        Column("FIRST (UTC)", Role.OPTIONAL),
-        Column("LAST (UTC)", Role.OPTIONAL),
+        Column("FIRST (UTC)", Role.OPTIONAL, joiner="T"),
+        Column("LAST (UTC)", Role.OPTIONAL, joiner="T"),
         Column("EXAMPLE", Role.ID),
         Column("FAILURE", Role.FLEX),
     ]
@@ -315,15 +373,14 @@ def groups_table(groups: Sequence[ErrorGroup]) -> FittedTable:
     return FittedTable(columns, rows)
 
 
-def counts_table(counts: QueueCounts) -> Table:
-    table = Table(header_style="bold", show_header=True)
-    table.add_column("STATE")
-    table.add_column("JOBS", justify="right")
-    for state, count in counts.by_state.items():
-        table.add_row(state_text(state), str(count))
-    table.add_row(Text("total", style="bold"), Text(str(counts.total), style="bold"))
-    table.add_row("active workers", str(counts.active_workers))
-    return table
+def counts_table(counts: QueueCounts) -> FittedTable:
+    columns = [Column("STATE", joiner="_"), Column("JOBS", justify="right")]
+    rows: list[list[Text | str]] = [
+        [state_text(state), str(count)] for state, count in counts.by_state.items()
+    ]
+    rows.append([Text("total", style="bold"), Text(str(counts.total), style="bold")])
+    rows.append(["active workers", str(counts.active_workers)])
+    return FittedTable(columns, rows)
 
 
 def queues_table(queues: Sequence[QueueInfo], now: int) -> FittedTable:
@@ -357,7 +414,7 @@ def queues_table(queues: Sequence[QueueInfo], now: int) -> FittedTable:
 
 def audit_table(entries: Sequence[AuditEntry]) -> FittedTable:
     columns = [
-        Column("WHEN (UTC)"),
+        Column("WHEN (UTC)", joiner="T"),
         Column("FACE"),
         Column("WHO"),
         Column("ACTION"),
@@ -384,24 +441,32 @@ def _ms(value: float | None) -> str:
     return f"{value:.0f} ms" if value < 10_000 else f"{value / 1000:.1f} s"
 
 
-def stats_tables(stats: QueueStats) -> list[Table]:
+def stats_tables(stats: QueueStats) -> list[FittedTable]:
     of_queue = "" if stats.queue is None else f", queue {stats.queue}"
-    summary = Table(title=f"Activity{of_queue}", header_style="bold")
-    summary.add_column("MEASURE")
-    summary.add_column("VALUE", justify="right")
-    summary.add_row("completed, last minute", str(stats.completed_last_minute))
-    summary.add_row("failed attempts, last minute", str(stats.failed_last_minute))
-    summary.add_row("attempts, all time", str(stats.attempts_total))
-    summary.add_row("failed attempts, all time", str(stats.attempts_failed))
-    summary.add_row("retries run, all time", str(stats.retries))
-    latency = Table(
-        title=f"Latency (last {stats.sample_size} attempts{of_queue})", header_style="bold"
+    summary_rows: list[list[Text | str]] = [
+        ["completed, last minute", str(stats.completed_last_minute)],
+        ["failed attempts, last minute", str(stats.failed_last_minute)],
+        ["attempts, all time", str(stats.attempts_total)],
+        ["failed attempts, all time", str(stats.attempts_failed)],
+        ["retries run, all time", str(stats.retries)],
+    ]
+    summary = FittedTable(
+        [Column("MEASURE", joiner="_"), Column("VALUE", justify="right")],
+        summary_rows,
+        title=f"Activity{of_queue}",
     )
-    latency.add_column("")
-    for column in ("AVG", "P50", "P95"):
-        latency.add_column(column, justify="right")
-    for label, values in (("queue wait", stats.wait_ms), ("run time", stats.run_ms)):
-        latency.add_row(label, *(_ms(values.get(key)) for key in ("avg", "p50", "p95")))
+    latency_rows: list[list[Text | str]] = [
+        [label, *(_ms(values.get(key)) for key in ("avg", "p50", "p95"))]
+        for label, values in (("queue wait", stats.wait_ms), ("run time", stats.run_ms))
+    ]
+    latency = FittedTable(
+        [
+            Column("LATENCY", joiner="_"),
+            *(Column(name, justify="right", joiner="") for name in ("AVG", "P50", "P95")),
+        ],
+        latency_rows,
+        title=f"Latency (last {stats.sample_size} attempts{of_queue})",
+    )
     return [counts_table(stats.counts), summary, latency]
 
 
@@ -412,7 +477,7 @@ def workers_table(workers: Sequence[Worker], stale_after_s: float, now: int) -> 
         Column("PID", Role.OPTIONAL, justify="right", rank=1),
         Column("HOST", Role.OPTIONAL, rank=4),
         Column("STATUS"),
-        Column("STARTED (UTC)", Role.OPTIONAL, rank=5),
+        Column("STARTED (UTC)", Role.OPTIONAL, joiner="T", rank=5),
         Column("HEARTBEAT"),
         Column("JOB", Role.FLEX),
         Column("DONE", Role.OPTIONAL, justify="right", rank=2),
@@ -482,7 +547,7 @@ def job_detail(
     columns = [
         Column("#", justify="right"),
         Column("WORKER", Role.OPTIONAL, rank=2),
-        Column("STARTED (UTC)", Role.OPTIONAL, rank=1),
+        Column("STARTED (UTC)", Role.OPTIONAL, joiner="T", rank=1),
         Column("DURATION", justify="right"),
         Column("EXIT", justify="right"),
         Column("OUTCOME"),

@@ -12,6 +12,7 @@ from .. import schedule_ops
 from ..errors import InvalidInput
 from ..models import local_operator
 from .context import EXIT_USAGE, fail, guarded, open_store, print_json, state
+from .output import Output, chosen, output_option
 
 app = typer.Typer(
     help="Periodic jobs: add a schedule (cron or @every), list, show, pause, resume, remove, "
@@ -189,6 +190,7 @@ def add(
 def list_schedules(
     ctx: typer.Context,
     as_json: bool = typer.Option(False, "--json", help="Print a JSON array only."),
+    output: str | None = output_option(),
 ) -> None:
     """Every schedule: its timing in words, time zone, next job, last job, origin.
 
@@ -197,16 +199,14 @@ def list_schedules(
     with open_store(ctx) as store:
         views = schedule_ops.list_schedules(store)
         now = store.now()
-    if as_json:
+    mode = chosen(output, as_json)
+    if mode is Output.JSON:
         print_json([view.to_dict() for view in views])
         return
     from . import render, schedule_render
 
-    out = render.console()
-    if not views:
-        out.print("No schedules yet: queuectl schedule add NAME --cron EXPR --command CMD")
-        return
-    out.print(schedule_render.table(views, now))
+    empty = "No schedules yet: queuectl schedule add NAME --cron EXPR --command CMD"
+    render.show(schedule_render.table(views, now), mode is Output.PLAIN, empty)
 
 
 @app.command("show")

@@ -12,6 +12,7 @@ from ..config import SettingsSource
 # `render` (and rich with it) is imported by the commands that draw: enqueue and the
 # pool start without it.
 from .context import EXIT_USAGE, fail, guarded, open_store, print_json, queue_option, state
+from .output import Output, chosen, output_option
 
 worker_app = typer.Typer(
     help="Run a worker pool, or stop the running pools.",
@@ -132,6 +133,7 @@ def stop(
 def workers(
     ctx: typer.Context,
     as_json: bool = typer.Option(False, "--json", help="Print a JSON array only."),
+    output: str | None = output_option(),
     active: bool = typer.Option(False, "--active", help="Only workers that are running."),
     history: bool = typer.Option(
         False, "--all", help="Also workers that ended more than an hour ago."
@@ -148,7 +150,8 @@ def workers(
             store, settings.stale_worker_timeout, active_only=active, history=history
         )
         now = store.now()
-    if as_json:
+    mode = chosen(output, as_json)
+    if mode is Output.JSON:
         print_json(
             [
                 worker.to_dict()
@@ -159,11 +162,9 @@ def workers(
         return
     from . import render
 
-    out = render.console()
-    if not rows:
-        out.print("No workers." + ("" if active else " Start some with: queuectl worker start"))
-        return
-    out.print(render.workers_table(rows, settings.stale_worker_timeout, now))
+    empty = "No workers." + ("" if active else " Start some with: queuectl worker start")
+    table = render.workers_table(rows, settings.stale_worker_timeout, now)
+    render.show(table, mode is Output.PLAIN, empty)
 
 
 def register(app: typer.Typer) -> None:
