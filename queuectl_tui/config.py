@@ -149,6 +149,7 @@ ACCESS_SETTINGS: tuple[SettingSpec, ...] = (
 )
 
 OUTPUT_STREAMS = ("separate", "merged")
+ON_OFF = ("on", "off")
 
 SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec(
@@ -311,6 +312,16 @@ SETTINGS: tuple[SettingSpec, ...] = (
     ),
     *ACCESS_SETTINGS,
     SettingSpec(
+        "http_access_log",
+        str,
+        None,
+        None,
+        "'on': `queuectl serve` logs a line per request on stderr (client, method, path, "
+        "status, time); 'off': only failed sign-ins and errors",
+        check=lambda text: _one_of(text, "http-access-log", ON_OFF),
+        applies=SERVER_RESTART,
+    ),
+    SettingSpec(
         "http_max_queues",
         int,
         1,
@@ -433,6 +444,7 @@ class Settings:
     max_queue_depth: int = 0  # 0: no admission limit
     http_max_queues: int = 100
     http_hosts: str = ""  # "": the listening address, this machine's name and FQDN
+    http_access_log: str = "on"
     http_body_limit: int = 1024 * 1024
     http_header_limit: int = 64 * 1024
     http_header_count: int = 100

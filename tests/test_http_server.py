@@ -149,3 +149,19 @@ def test_eight_clients_against_a_full_queue_get_201_or_429_and_nothing_else(
         stored = {job.id for job in store.list_jobs(limit=20_000)}
         assert store.counts()[JobState.PENDING] == depth
     assert stored == created  # every 201 is a stored job; every 429 stored nothing
+
+
+def test_each_request_is_a_line_of_the_access_log_unless_turned_off(
+    make_server, tmp_path: Path
+) -> None:
+    server = make_server({})
+    assert httpx.get(server.url + "/jobs/none-such?token=secret-in-query").status_code == 404
+    server.stop()
+    lines = (tmp_path / "serve.log").read_text().splitlines()
+    [line] = [line for line in lines if "/jobs/none-such" in line]
+    assert '"GET /jobs/none-such HTTP/1.1" 404 ' in line and line.endswith(" ms")
+    assert "127.0.0.1:" in line and "secret-in-query" not in line
+    quiet = make_server({"http_access_log": "off"})
+    assert httpx.get(quiet.url + "/jobs/none-such").status_code == 404
+    quiet.stop()
+    assert "/jobs/none-such" not in (tmp_path / "serve.log").read_text()

@@ -16,6 +16,7 @@ from ..config import Settings
 from ..errors import Conflict, Damaged, InvalidInput, NotFound, Unavailable
 from ..store import StoreError
 from . import control, dashboard, events, jobs, metrics_routes, output, reads, schedules
+from .access_log import AccessLog
 from .auth import Gate
 from .busy import ExpensiveReads
 from .context import Context, ServeOptions, Stores
@@ -160,4 +161,6 @@ def create_app(settings: Settings, options: ServeOptions | None = None) -> Starl
     app.add_middleware(ExpensiveReads, limit=settings.http_read_concurrency)
     app.add_middleware(RequestGuard, gate=ctx.gate, hosts=options.hosts)
     app.add_middleware(SecurityHeaders)
+    if settings.http_access_log == "on":
+        app.add_middleware(AccessLog)  # outermost: it sees every answer, refusals too
     return app
