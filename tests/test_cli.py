@@ -752,3 +752,11 @@ def test_an_interrupt_python_wraps_in_another_error_still_exits_130_quietly() ->
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
     )
     assert (result.returncode, result.stderr) == (130, "Interrupted.\n")
+
+
+def test_shell_completion_script_and_answers(run_cli: RunCli, cli_env: dict[str, str]) -> None:
+    script = run_cli("--show-completion", db=False)
+    assert script.returncode == 0 and "_QUEUECTL_COMPLETE" in script.stdout, script.stderr
+    cli_env.update(COMP_WORDS="queuectl dlq ", COMP_CWORD="2", _QUEUECTL_COMPLETE="complete_bash")
+    answers = run_cli(db=False).stdout.split()
+    assert {"list", "retry", "groups"} <= set(answers)

@@ -33,7 +33,7 @@ app = typer.Typer(
         "a worker pool with retries, backoff, a dead letter queue and crash recovery."
     ),
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -91,4 +91,6 @@ def main() -> None:
 
     from .global_options import hoisted
 
-    app(args=hoisted(sys.argv[1:]))
+    # One name however it was started (`python -m queuectl_tui` too): usage lines and shell
+    # completion (its _QUEUECTL_COMPLETE variable) are made from it.
+    app(args=hoisted(sys.argv[1:]), prog_name="queuectl")
