@@ -1,8 +1,8 @@
-"""Write an SVG of every main view of the console into screenshots/, taken on the seeded demo
-queue at a fixed time, and a PNG of each where `rsvg-convert` is installed (with the
+"""Write an SVG of every main view of the console into docs/assets/screenshots/, taken on the
+seeded demo queue at a fixed time, and a PNG of each where `rsvg-convert` is installed (with the
 `fonts-firacode` package for the intended font).
 
-    .venv/bin/python scripts/make_screenshots.py [--out screenshots]
+    .venv/bin/python scripts/make_screenshots.py [--out docs/assets/screenshots]
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def to_png(svg: Path) -> Path | None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="Screenshots of the console.")
-    parser.add_argument("--out", default="screenshots", help="folder for the images")
+    parser.add_argument("--out", default="docs/assets/screenshots", help="folder for the images")
     args = parser.parse_args()
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
