@@ -36,13 +36,15 @@ def parse_job_json(text: str, job_types: Mapping[str, JobType] | None = None) ->
     return parse_job_object(decode_json(text), job_types)
 
 
-def decode_json(text: str) -> object:
-    """One JSON value (InputError saying where the text stops being JSON)."""
+def decode_json(text: str, what: str = "") -> object:
+    """One JSON value (InputError saying where the text, `what` if named, stops being
+    JSON)."""
     try:
         return json.loads(text, parse_int=_bounded_int)
     except json.JSONDecodeError as error:
         where = f"line {error.lineno} column {error.colno}"
-        raise InputError(f"invalid JSON: {error.msg} ({where})") from None
+        named = f" in {what}" if what else ""
+        raise InputError(f"invalid JSON{named}: {error.msg} ({where})") from None
     except RecursionError:
         raise InputError("invalid JSON: values nested too deeply") from None
 
@@ -73,7 +75,7 @@ def read_document(text: str) -> JobDocument:
     lines (by object from 1, or unnamed when there is one)."""
     start = text.lstrip()
     if start.startswith("["):
-        values = _decode_whole(text, "a JSON array")
+        values = decode_json(text, "a JSON array")
         if not isinstance(values, list):  # '[1] [2]' reads as one array then extra data
             raise InputError("invalid JSON array")
         return JobDocument([json.dumps(value) for value in values], "index", 0)
@@ -117,16 +119,6 @@ def is_json_job_text(word: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _decode_whole(text: str, what: str) -> object:
-    try:
-        return json.loads(text, parse_int=_bounded_int)
-    except json.JSONDecodeError as error:
-        where = f"line {error.lineno} column {error.colno}"
-        raise InputError(f"invalid JSON in {what}: {error.msg} ({where})") from None
-    except RecursionError:
-        raise InputError("invalid JSON: values nested too deeply") from None
 
 
 def _decode_stream(text: str) -> list[object]:
