@@ -95,7 +95,8 @@ def test_a_shell_test_is_a_command_and_json_text_is_a_job(run_cli: RunCli) -> No
 @pytest.mark.parametrize(
     ("args", "words"),
     [
-        (('{"command": "x", "priority": 1}', "--priority", "2"), "give it once"),
+        (('{"command": "x", "priority": 1}', "--priority", "2"), "in the JSON job and as --pri"),
+        (("--command", "a", "--", "b"), "'command' is given twice: in the words after -- and"),
         (("--max-retries", "-1", "--command", "x"), "--max-retries must be between 0 and"),
         (("--run-at", "soon", "--command", "x"), "--run-at is not an ISO 8601 time"),
         (("--timeout", "0", "--command", "x"), "--timeout must be greater than 0"),

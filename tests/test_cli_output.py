@@ -104,3 +104,17 @@ def test_every_listing_chooses_its_format(run_cli: RunCli, args: tuple[str, ...]
     assert bad.returncode == 2 and "choose one of: table, plain, json" in bad.stderr
     both = run_cli(*args, "--json", "-o", "plain")
     assert both.returncode == 2 and "disagree" in both.stderr
+
+
+def test_a_read_of_a_path_without_a_queue_says_so_and_creates_nothing(
+    run_cli: RunCli, db_path
+) -> None:
+    result = run_cli("status")
+    assert result.returncode == 0 and "pending" in result.stdout
+    assert (
+        result.stderr
+        == f"note: there is no queue at {db_path} yet (the first enqueue or pool makes it)\n"
+    )
+    assert not db_path.exists()
+    assert run_cli("enqueue", "true").returncode == 0
+    assert run_cli("status").stderr == ""

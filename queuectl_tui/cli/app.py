@@ -92,5 +92,5 @@ def main() -> None:
     from .global_options import hoisted
 
     # One name however it was started (`python -m queuectl_tui` too): usage lines and shell
-    # completion (its _QUEUECTL_COMPLETE variable) are made from it.
+    # completion (the variable its scripts set) are made from it.
     app(args=hoisted(sys.argv[1:]), prog_name="queuectl")

@@ -103,10 +103,17 @@ def guarded(func: Callable[P, R]) -> Callable[P, R]:
 
 
 @contextmanager
-def open_store(ctx: typer.Context) -> Iterator[Store]:
+def open_store(ctx: typer.Context, note_missing: bool = True) -> Iterator[Store]:
     store = open_queue(state(ctx).settings)
     try:
         yield store
+        if note_missing and not store.exists:
+            # A read of a path that holds no queue answers from an empty one: say so, or a
+            # mistyped --db looks like an empty queue.
+            where = printable(store.location, single_line=True)
+            sys.stderr.write(
+                f"note: there is no queue at {where} yet (the first enqueue or pool makes it)\n"
+            )
     finally:
         store.close()
 

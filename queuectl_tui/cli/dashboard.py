@@ -37,7 +37,7 @@ def dashboard(
         return
     # A database that cannot be opened is said first; then the console needs a terminal on
     # both ends (without one it would spin on input that never comes).
-    with open_store(ctx):
+    with open_store(ctx, note_missing=False):  # the console shows the queue empty
         pass
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         fail(

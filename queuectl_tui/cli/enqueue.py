@@ -104,19 +104,22 @@ def _job_object(
         if not after_dash:
             fail("no command after --", EXIT_USAGE)
         job: dict[str, Any] = {"command": shlex.join(after_dash)}
+        source = "the words after --"
     elif len(words) == 1 and service.is_json_job_text(words[0]):
         decoded = service.decode_json(words[0])
         if not isinstance(decoded, dict):
             fail("a job must be a JSON object", EXIT_USAGE)
         job = decoded
+        source = "the JSON job"
     elif words:
         # One word is a shell command as typed; several are its argv, quoted one by one.
         job = {"command": words[0] if len(words) == 1 else shlex.join(words)}
+        source = "the command argument"
     else:
-        job = {}
+        job, source = {}, ""
     for field, value in fields.items():
         if field in job:
-            fail(f"the job gives '{field}' and so does {_flag(field)}: give it once", EXIT_USAGE)
+            fail(f"'{field}' is given twice: in {source} and as {_flag(field)}", EXIT_USAGE)
         job[field] = value
     return job
 

@@ -22,7 +22,7 @@ def metrics_command(
 
     Example: queuectl metrics > queuectl.prom.tmp && mv queuectl.prom.tmp queuectl.prom
     """
-    with open_store(ctx) as store:
+    with open_store(ctx, note_missing=False) as store:  # scraped: nothing on stderr
         snapshot = metrics.read(store)
     if as_json:
         print_json(metrics.summary(snapshot))

@@ -63,16 +63,18 @@ def test_sigkilled_pool_jobs_are_recovered_at_once_by_the_next_pool(queue: Queue
 
 
 def test_a_surviving_pool_recovers_a_killed_pools_job(queue: Queue) -> None:
-    queue.configure(backoff_base=1, stale_worker_timeout=3, heartbeat_interval=0.5)
+    # A stale window long enough that a recovery inside it can only come from seeing the
+    # killed pool's process gone, however loaded the machine.
+    queue.configure(backoff_base=1, stale_worker_timeout=10, heartbeat_interval=0.5)
     doomed = queue.start_pool(count=1)
     job_id = queue.enqueue(long_then_quick(queue), "victim")
     queue.wait_state(job_id, JobState.PROCESSING)
     survivor = queue.start_pool(count=1)
     killed_at = now_ms()
     doomed.kill()
-    record = survivor.wait_event("recovered", timeout=5, job=job_id)
+    record = survivor.wait_event("recovered", timeout=30, job=job_id)
     assert record["state"] == "failed"
-    assert queue.attempts(job_id)[0].finished_at - killed_at < 3000  # inside the stale window
+    assert queue.attempts(job_id)[0].finished_at - killed_at < 10_000  # inside the stale window
     job = queue.wait_state(job_id, JobState.COMPLETED, timeout=10)
     assert job.attempts == 2
     assert queue.attempts(job_id)[1].worker_id.startswith(
@@ -108,7 +110,7 @@ def test_a_silent_remote_worker_is_reaped_after_the_stale_timeout(queue: Queue) 
     pool = queue.start_pool(count=1)
     time.sleep(max(0.0, (now + 1200 - now_ms()) / 1000))
     assert queue.job(job_id).state is JobState.PROCESSING  # not before the stale timeout
-    lost = pool.wait_event("worker lost", timeout=5, worker="far:99:1")
+    lost = pool.wait_event("worker lost", timeout=15, worker="far:99:1")
     assert lost["reason"].startswith("no heartbeat for")
     reaped_at = now_ms()
     assert reaped_at - now >= 2000
@@ -133,7 +135,7 @@ def test_a_job_that_kills_its_pool_every_time_ends_in_the_dlq(queue: Queue) -> N
         assert pool.proc.returncode == -signal.SIGKILL
         time.sleep(0.2)  # the pool's leftovers gone
     queue.start_pool(count=1)
-    job = queue.wait_state(job_id, JobState.DEAD, timeout=5)
+    job = queue.wait_state(job_id, JobState.DEAD, timeout=15)
     assert job.attempts == 2
     assert [a.outcome for a in queue.attempts(job_id)] == [Outcome.LOST, Outcome.LOST]
 
