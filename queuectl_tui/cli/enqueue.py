@@ -254,19 +254,23 @@ def enqueue(
     }
     fields = {name: value for name, value in given.items() if value is not None}
     defaults = _job_defaults(delay_text, cwd, env_pairs, capture_env, after, after_any_end)
-    one_job = bool(words) or after_dash is not None or "command" in fields
-    if file is not None or not one_job:
-        if one_job:
+    if file is not None:
+        if words or after_dash is not None or "command" in fields:
             fail("give either one job or --file PATH, not both", EXIT_USAGE)
         if fields:
             flags = ", ".join(_flag(name) for name in fields)
             fail(f"{flags}: for one job; give them in each job of the input", EXIT_USAGE)
-        if file is None and not _stdin_is_piped():
-            fail("give a job: a command, --command CMD, JSON, or --file PATH", EXIT_USAGE)
         _enqueue_many(ctx, _read_input(file), defaults, as_json, quiet)
+        return
+    if not (words or after_dash is not None or fields):
+        if not _stdin_is_piped():
+            fail("give a job: a command, --command CMD, JSON, or --file PATH", EXIT_USAGE)
+        _enqueue_many(ctx, _read_input(None), defaults, as_json, quiet)
         return
     settings = state(ctx).settings
     job = _job_object(words, after_dash, fields)
+    if not words and "command" not in job:  # the options alone, without the command
+        fail("no command: give --command CMD, a command string, or its words after --", EXIT_USAGE)
     try:
         spec = service.parse_job_object(job, settings.job_types)
     except service.InputError as error:
