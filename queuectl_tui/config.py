@@ -73,6 +73,7 @@ class SettingSpec:
     choices: tuple[int, ...] = ()  # when set, the only values allowed
     check: Callable[[str], object] | None = None  # a text setting's own rule (raises ConfigError)
     applies: str = POOL_RESTART  # when a change reaches what already runs
+    values: tuple[str, ...] = ()  # a text setting's only values, for its messages and docs
 
     @property
     def cli_name(self) -> str:
@@ -243,6 +244,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "both print within one moment may be stored in either order); 'merged': one pipe, "
         "their exact order kept, all shown as stdout",
         check=lambda text: _one_of(text, "output-streams", OUTPUT_STREAMS),
+        values=OUTPUT_STREAMS,
         applies=NEXT_RUN,
     ),
     SettingSpec(
@@ -319,6 +321,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "'on': `queuectl serve` logs a line per request on stderr (client, method, path, "
         "status, time); 'off': only failed sign-ins and errors",
         check=lambda text: _one_of(text, "http-access-log", ON_OFF),
+        values=ON_OFF,
         applies=SERVER_RESTART,
     ),
     SettingSpec(

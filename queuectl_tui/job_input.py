@@ -78,6 +78,8 @@ def read_document(text: str) -> JobDocument:
         values = decode_json(text, "a JSON array")
         if not isinstance(values, list):  # '[1] [2]' reads as one array then extra data
             raise InputError("invalid JSON array")
+        if not values:
+            raise InputError("no jobs in the input (an empty array)")
         return JobDocument([json.dumps(value) for value in values], "index", 0)
     lines = [line.removesuffix("\r") for line in text.split("\n")]
     first_line = next((line for line in lines if line.strip()), "")

@@ -65,8 +65,8 @@ def cli_page() -> str:
 
 
 def _range(spec: Any) -> str:
-    if spec.choices:
-        return ", ".join(str(choice) for choice in spec.choices)
+    if spec.choices or spec.values:
+        return ", ".join(str(choice) for choice in spec.choices or spec.values)
     if spec.minimum is None and spec.maximum is None:
         return ""
     low = "" if spec.minimum is None else f"{spec.minimum:g}"

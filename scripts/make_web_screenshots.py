@@ -2,7 +2,7 @@
 at the current time, so that its per-minute rates and heartbeats are recent), taken in
 Debian's chromium through Playwright at 1280x800.
 
-    .venv/bin/python scripts/make_web_screenshots.py [--out screenshots]
+    .venv/bin/python scripts/make_web_screenshots.py [--out docs/assets/screenshots]
 
 Needs /usr/bin/chromium (`apt-get install chromium`); Playwright's own browsers are not used.
 """
@@ -120,7 +120,7 @@ def shoot_sign_in(url: str, out: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="Screenshots of the web dashboard.")
-    parser.add_argument("--out", default="screenshots", help="folder for the images")
+    parser.add_argument("--out", default="docs/assets/screenshots", help="folder for the images")
     args = parser.parse_args()
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)

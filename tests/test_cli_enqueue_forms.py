@@ -207,3 +207,26 @@ def test_file_forms_are_told_from_their_content(
 def test_file_errors_name_the_line_index_or_object(run_cli: RunCli, text: str, words: str) -> None:
     _refused(run_cli("enqueue", "--file", "-", input=text), words)
     assert _jobs(run_cli) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("{command:", "echo x}"), "the JSON job is split into words: quote it as one argument"),
+        (("{ date; uptime; } >> log",), "a shell command that starts with { goes after --"),
+        (("--run-at", "2030-01-01T00:00:00Z", "--delay", "5m", "true"), "--run-at or --delay"),
+    ],
+)
+def test_mistakes_with_braces_and_times_are_told(
+    run_cli: RunCli, args: tuple[str, ...], words: str
+) -> None:
+    _refused(run_cli("enqueue", *args), words)
+    assert _jobs(run_cli) == []
+
+
+def test_a_dash_reads_stdin_and_an_empty_array_is_no_jobs(run_cli: RunCli) -> None:
+    assert run_cli("enqueue", "-", input='{"id": "from-stdin", "command": "true"}').returncode == 0
+    assert [job["id"] for job in _jobs(run_cli)] == ["from-stdin"]
+    _refused(run_cli("enqueue", input="[]"), "no jobs in the input")
+    # A brace group is a command after --.
+    assert run_cli("enqueue", "--id", "braces", "--", "sh", "-c", "{ true; }").returncode == 0

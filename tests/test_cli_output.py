@@ -118,3 +118,11 @@ def test_a_read_of_a_path_without_a_queue_says_so_and_creates_nothing(
     assert not db_path.exists()
     assert run_cli("enqueue", "true").returncode == 0
     assert run_cli("status").stderr == ""
+
+
+def test_a_bad_format_is_refused_before_anything_is_read(run_cli: RunCli) -> None:
+    result = run_cli("list", "-o", "yaml")
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "Error: unknown output format 'yaml'; choose one of: table, plain, json"
+    ]

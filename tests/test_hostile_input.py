@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from queuectl_tui.cli.app import app
+from queuectl_tui.config import SETTINGS
 from queuectl_tui.models import JOB_FIELDS
 from queuectl_tui.timeutil import parse_iso
 
@@ -432,3 +433,44 @@ def test_fuzz_enqueue_file(lines: list[str], from_stdin: bool) -> None:
             if result.returncode == 0:
                 pytest.fail(f"accepted: {lines!r}")
         _check_outcome(result, db_path, decoded)
+
+
+setting_names = st.one_of(st.sampled_from([s.key for s in SETTINGS]), st.text(max_size=10))
+config_values = st.one_of(json_values, st.integers(0, 100).map(str), st.floats(0.5, 50).map(str))
+
+
+@st.composite
+def config_texts(draw: st.DrawFn) -> str:
+    if draw(st.integers(0, 4)) == 0:
+        return draw(st.one_of(st.sampled_from(RAW_VALUES), st.text(max_size=30)))
+    pairs = {draw(setting_names): draw(config_values) for _ in range(draw(st.integers(0, 3)))}
+    return "{" + ", ".join(f"{json.dumps(k)}: {v}" for k, v in pairs.items()) + "}"
+
+
+@FUZZ
+@given(text=config_texts())
+def test_fuzz_config_file(text: str) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        db_path = Path(folder) / "queue.db"
+        config = Path(folder) / "config.json"
+        config.write_bytes(text.encode("utf-8", "surrogatepass"))
+        result = _invoke(["--db", str(db_path), "--config", str(config), "enqueue", JOB])
+        if result.returncode == 0:
+            assert [row[1] for row in job_rows(db_path)] == ["true"]
+        else:
+            assert_refused(result, db_path)
+
+
+def test_a_limit_beyond_sqlite_integers_means_every_row(run_cli: RunCli) -> None:
+    assert run_cli("enqueue", '{"id": "job-1", "command": "true"}').returncode == 0
+    huge = str(10**30)
+    for args in [
+        ("list", "--limit", huge),
+        ("list", "--json", "-n", huge),
+        ("dlq", "list", "-n", huge),
+    ]:
+        result = run_cli(*args)
+        assert result.returncode == 0 and "Traceback" not in result.stderr, (args, result.stderr)
+    assert [job["id"] for job in json.loads(run_cli("list", "--json", "-n", huge).stdout)] == [
+        "job-1"
+    ]

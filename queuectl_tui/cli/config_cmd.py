@@ -59,9 +59,9 @@ def list_settings(
 
     Example: queuectl config list
     """
+    mode = chosen(output, as_json)
     settings = state(ctx).settings
     values = settings.as_dict()
-    mode = chosen(output, as_json)
     if mode is Output.JSON:
         print_json({spec.cli_name: values[spec.key] for spec in SETTINGS})
         return

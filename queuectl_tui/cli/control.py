@@ -190,9 +190,9 @@ def audit(
 
     Example: queuectl audit --limit 20
     """
+    mode = chosen(output, as_json)
     with open_store(ctx) as store:
         entries = control.audit_trail(store, limit)
-    mode = chosen(output, as_json)
     if mode is Output.JSON:
         print_json([entry.to_dict() for entry in entries])
         return

@@ -33,9 +33,9 @@ def list_dead(
 
     Example: queuectl dlq list
     """
+    mode = chosen(output, as_json)
     with open_store(ctx) as store:
         jobs = service.dead_jobs(store, row_limit(limit))
-    mode = chosen(output, as_json)
     if mode is Output.JSON:
         print_json([job.to_dict() for job in jobs])
         return
@@ -62,10 +62,10 @@ def groups(
 
     Example: queuectl dlq groups
     """
+    mode = chosen(output, as_json)
     state = JobState.FAILED if failed else JobState.DEAD
     with open_store(ctx) as store:
         found = service.error_groups(store, state, limit)
-    mode = chosen(output, as_json)
     if mode is Output.JSON:
         print_json([group.to_dict() for group in found])
         return

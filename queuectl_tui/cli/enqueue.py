@@ -105,8 +105,15 @@ def _job_object(
             fail("no command after --", EXIT_USAGE)
         job: dict[str, Any] = {"command": shlex.join(after_dash)}
         source = "the words after --"
+    elif len(words) > 1 and words[0].lstrip().startswith("{"):
+        # `queuectl enqueue {"command": "x"}` unquoted reaches us as words: not a command.
+        fail("the JSON job is split into words: quote it as one argument", EXIT_USAGE)
     elif len(words) == 1 and service.is_json_job_text(words[0]):
-        decoded = service.decode_json(words[0])
+        try:
+            decoded = service.decode_json(words[0])
+        except service.InputError as error:
+            hint = "; a shell command that starts with { goes after -- or in --command"
+            fail(str(error) + (hint if words[0].lstrip().startswith("{") else ""), EXIT_USAGE)
         if not isinstance(decoded, dict):
             fail("a job must be a JSON object", EXIT_USAGE)
         job = decoded
@@ -254,6 +261,10 @@ def enqueue(
     }
     fields = {name: value for name, value in given.items() if value is not None}
     defaults = _job_defaults(delay_text, cwd, env_pairs, capture_env, after, after_any_end)
+    if run_at is not None and delay_text is not None:
+        fail("give either --run-at or --delay, not both", EXIT_USAGE)
+    if words == ["-"] and file is None and after_dash is None:
+        file, words = "-", []  # `-` is stdin, as for --file
     if file is not None:
         if words or after_dash is not None or "command" in fields:
             fail("give either one job or --file PATH, not both", EXIT_USAGE)

@@ -75,6 +75,7 @@ def list_jobs(
     Example: queuectl list --state pending --queue reports
     Example: queuectl list --query 'state:dead error:"disk quota"'
     """
+    mode = chosen(output, as_json)
     job_state = parse_state(state_name)
     name = None if queue is None else queue_option(queue)
     with open_store(ctx) as store:
@@ -89,7 +90,6 @@ def list_jobs(
             )
         now = store.now()
     jobs, total = page.jobs, page.total
-    mode = chosen(output, as_json)
     if mode is Output.JSON:
         print_json([job.to_dict() for job in jobs])
         return
@@ -143,10 +143,10 @@ def status(
 
     Example: queuectl status --json
     """
+    mode = chosen(output, as_json)
     name = None if queue is None else queue_option(queue)
     with open_store(ctx) as store:
         counts = service.queue_status(store, name)
-    mode = chosen(output, as_json)
     if mode is Output.JSON:
         print_json(counts.to_dict())
         return
@@ -168,10 +168,10 @@ def stats(
 
     Example: queuectl stats --queue reports
     """
+    mode = chosen(output, as_json)
     name = None if queue is None else queue_option(queue)
     with open_store(ctx) as store:
         result = service.queue_stats(store, name)
-    mode = chosen(output, as_json)
     if mode is Output.JSON:
         print_json(result.to_dict())
         return

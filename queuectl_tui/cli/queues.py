@@ -29,10 +29,10 @@ def list_queues(
 
     Example: queuectl queue list
     """
+    mode = chosen(output, as_json)
     with open_store(ctx) as store:
         queues = control.queue_overview(store)
         now = store.now()
-    mode = chosen(output, as_json)
     if mode is Output.JSON:
         print_json([queue.to_dict(now) for queue in queues])
         return

@@ -46,7 +46,7 @@ def table(views: Sequence[ScheduleView], now: int) -> FittedTable:
     columns = [
         Column("NAME", Role.ID),
         Column("SCHEDULE"),
-        Column("NEXT (UTC)", joiner="T"),
+        Column("NEXT (UTC)"),
         Column("LAST JOB", Role.OPTIONAL, rank=1),
         Column("STATE"),
         Column("TZ", Role.OPTIONAL, rank=2),

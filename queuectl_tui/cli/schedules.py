@@ -196,10 +196,10 @@ def list_schedules(
 
     Example: queuectl schedule list
     """
+    mode = chosen(output, as_json)
     with open_store(ctx) as store:
         views = schedule_ops.list_schedules(store)
         now = store.now()
-    mode = chosen(output, as_json)
     if mode is Output.JSON:
         print_json([view.to_dict() for view in views])
         return

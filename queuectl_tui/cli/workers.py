@@ -70,7 +70,7 @@ def start(
     if detach:
         # A database that cannot be opened is refused here, not in a log nobody reads (and
         # before the log's folder is made).
-        with open_store(ctx):
+        with open_store(ctx, note_missing=False):  # the pool about to start makes it
             pass
         launched = start_detached(settings, options, cli_state.config_path)
         print(f"Started a pool of {options.count} workers in the background (pid {launched.pid})")
@@ -144,13 +144,13 @@ def workers(
 
     Example: queuectl workers
     """
+    mode = chosen(output, as_json)
     settings = state(ctx).settings
     with open_store(ctx) as store:
         rows = service.shown_workers(
             store, settings.stale_worker_timeout, active_only=active, history=history
         )
         now = store.now()
-    mode = chosen(output, as_json)
     if mode is Output.JSON:
         print_json(
             [

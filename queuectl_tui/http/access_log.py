@@ -33,10 +33,17 @@ class AccessLog:
 
         try:
             await self.app(scope, receive, sending)
+        except Exception:
+            # Starlette's outermost layer turns it into a 500 after this line is written.
+            status = status or 500
+            raise
         finally:
             client = scope.get("client")
             who = f"{client[0]}:{client[1]}" if client else "-"
-            path = printable(scope.get("path", ""), single_line=True)
+            # As sent (percent-encoded), so a client cannot write quotes or spaces into it.
+            raw = scope.get("raw_path")
+            sent = raw.decode("latin-1") if raw else scope.get("path", "")
+            path = printable(sent.split("?", 1)[0], single_line=True)
             version = scope.get("http_version", "1.1")
             took = (time.monotonic() - started) * 1000
             log.info(

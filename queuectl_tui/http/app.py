@@ -162,5 +162,5 @@ def create_app(settings: Settings, options: ServeOptions | None = None) -> Starl
     app.add_middleware(RequestGuard, gate=ctx.gate, hosts=options.hosts)
     app.add_middleware(SecurityHeaders)
     if settings.http_access_log == "on":
-        app.add_middleware(AccessLog)  # outermost: it sees every answer, refusals too
+        app.add_middleware(AccessLog)  # outside ours: it sees every answer, refusals too
     return app
