@@ -65,6 +65,11 @@ class JobDocument:
     unit: str | None = "line"  # "line", "index", "object", or None for one lone object
     first: int = 1  # the number of the first entry
 
+    @classmethod
+    def of(cls, lines: Iterable[str] | JobDocument) -> JobDocument:
+        """A document as it is, or JSON Lines as one."""
+        return lines if isinstance(lines, JobDocument) else cls(list(lines))
+
     def where(self, number: int) -> str:
         return f"{self.unit} {number}: " if self.unit else ""
 
@@ -160,7 +165,7 @@ def parse_job_batches(
 
     Raises InputError naming the line at the first bad one, or at an id that appeared on an
     earlier line; a consumer that writes inside one transaction then writes nothing."""
-    form = lines if isinstance(lines, JobDocument) else JobDocument(list(lines))
+    form = JobDocument.of(lines)
     numbered = [(n, line) for n, line in enumerate(form.entries, start=form.first) if line.strip()]
     seen: set[str] = set()
     for start in range(0, len(numbered), batch_size):

@@ -123,8 +123,7 @@ def enqueue_lines(
 
     Validation happens before the transaction opens, so the write lock (which every worker's
     heartbeat needs too) is held only for the inserts themselves."""
-    # read again to name the line of a job that runs after an unknown one
-    form = lines if isinstance(lines, JobDocument) else JobDocument(list(lines))
+    form = JobDocument.of(lines)  # read again to name the line of an unknown parent
     batches = list(parse_job_batches(form, job_types=settings.job_types))
     if defaults:
         batches = [_defaulted(batch, defaults) for batch in batches]

@@ -14,8 +14,8 @@ from starlette.routing import Route
 
 from .. import schedule_ops
 from ..errors import InvalidInput
-from ..models import MASK
-from .context import context
+from ..models import MASK, Operator
+from .context import Context, context
 from .errors import HttpError
 from .jobs import job_view
 from .requests import json_body, no_body
@@ -77,40 +77,38 @@ async def add_schedule(request: Request) -> Response:
     return JSONResponse(schedule_view(view, True), 201, headers={"Location": location})
 
 
-async def pause(request: Request) -> Response:
+async def _named_write(request: Request) -> tuple[Context, Operator, str]:
+    """A write on the schedule the path names: its writer (403 for a read token) and name;
+    the request must have no body."""
     ctx = context(request)
     who = ctx.gate.writer(request)
     await no_body(request, ctx.settings.http_body_limit)
-    name = request.path_params["name"]
+    return ctx, who, request.path_params["name"]
+
+
+async def pause(request: Request) -> Response:
+    ctx, who, name = await _named_write(request)
     view = await ctx.stores.run(lambda store: schedule_ops.pause_schedule(store, name, who))
     return JSONResponse(schedule_view(view, True))
 
 
 async def resume(request: Request) -> Response:
-    ctx = context(request)
-    who = ctx.gate.writer(request)
-    await no_body(request, ctx.settings.http_body_limit)
-    name = request.path_params["name"]
+    ctx, who, name = await _named_write(request)
     view = await ctx.stores.run(lambda store: schedule_ops.resume_schedule(store, name, who))
     return JSONResponse(schedule_view(view, True))
 
 
 async def run(request: Request) -> Response:
     """One job of the schedule now: 201 with the job."""
-    ctx = context(request)
-    who = ctx.gate.writer(request)
-    await no_body(request, ctx.settings.http_body_limit)
-    name, settings = request.path_params["name"], ctx.settings
+    ctx, who, name = await _named_write(request)
+    settings = ctx.settings
     job = await ctx.stores.run(lambda store: schedule_ops.run_schedule(store, settings, name, who))
     location = f"/jobs/{quote(job.id, safe='')}"
     return JSONResponse(job_view(job), 201, headers={"Location": location})
 
 
 async def remove(request: Request) -> Response:
-    ctx = context(request)
-    who = ctx.gate.writer(request)
-    await no_body(request, ctx.settings.http_body_limit)
-    name = request.path_params["name"]
+    ctx, who, name = await _named_write(request)
     gone = await ctx.stores.run(lambda store: schedule_ops.remove_schedule(store, name, who))
     return JSONResponse({"name": gone.name, "result": "removed"})
 

@@ -28,14 +28,20 @@ class ScheduleControl:
         item = self.table_for(Pane.SCHEDULES).selected_item()
         return item if isinstance(item, schedule_ops.ScheduleView) else None
 
-    def action_toggle_schedule(self: Console) -> None:
+    def schedule_to_change(self: Console) -> schedule_ops.ScheduleView | None:
+        """The selected schedule, for an action that changes it (None, said, if there is
+        none or the console is read-only)."""
         if self.refuse_readonly():
-            return
+            return None
         view = self.selected_schedule()
         if view is None:
             self.notify("Select a schedule first.", severity="warning")
-            return
-        self.set_schedule_paused(view.name, not view.schedule.paused)
+        return view
+
+    def action_toggle_schedule(self: Console) -> None:
+        view = self.schedule_to_change()
+        if view is not None:
+            self.set_schedule_paused(view.name, not view.schedule.paused)
 
     @work(thread=True, group="write")
     def set_schedule_paused(self: Console, name: str, paused: bool) -> None:
@@ -53,13 +59,9 @@ class ScheduleControl:
             self.tell_done(f"Schedule {shown} resumed; its next job comes {when}.")
 
     def action_run_schedule(self: Console) -> None:
-        if self.refuse_readonly():
-            return
-        view = self.selected_schedule()
-        if view is None:
-            self.notify("Select a schedule first.", severity="warning")
-            return
-        self.run_schedule_now(view.name)
+        view = self.schedule_to_change()
+        if view is not None:
+            self.run_schedule_now(view.name)
 
     @work(thread=True, group="write")
     def run_schedule_now(self: Console, name: str) -> None:
