@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ from queuectl_tui.config import Settings
 from queuectl_tui.engine import events
 from queuectl_tui.engine.detach import PoolOptions, log_path_for, pool_command
 from queuectl_tui.engine.pool import Pool
-from queuectl_tui.engine.procfs import pid_alive
+from queuectl_tui.engine.procfs import pid_alive, stat_fields
 from queuectl_tui.models import Attempt, Job, JobSpec, JobState, Worker
 from queuectl_tui.store import Store, open_store
 from queuectl_tui.timeutil import now_ms
@@ -259,6 +259,39 @@ def children(pid: int) -> list[int]:
             return [int(child) for child in handle.read().split()]
     except OSError:
         return []
+
+
+_STOPPED_OR_GONE = (b"T", b"t", b"Z", b"X", None)
+
+
+def process_state(pid: int) -> bytes | None:
+    """The one-letter state of /proc/PID/stat (R, S, D, T, Z…), or None when it is gone."""
+    fields = stat_fields(pid)
+    return fields[0] if fields else None
+
+
+def stop_all(list_processes: Callable[[], list[int]], what: str, timeout: float = 30) -> None:
+    """SIGSTOP every process `list_processes` names, until none of them runs.
+
+    A shell waits for the child it spawned with vfork (dash does, for each command) in
+    uninterruptible sleep until that child calls exec: caught before its exec, the stopped
+    child would hold the shell outside the stopped state for good. Such a child is let go on
+    to its exec; the next round stops it again."""
+
+    def all_stopped() -> bool:
+        running = [p for p in list_processes() if process_state(p) not in _STOPPED_OR_GONE]
+        for pid in running:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+        for pid in running:
+            if process_state(pid) == b"D":
+                for child in children(pid):
+                    if process_state(child) in (b"T", b"t"):
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(child, signal.SIGCONT)
+        return not running
+
+    wait_until(all_stopped, timeout=timeout, what=what)
 
 
 def remove_cgroup_tree(root: Path) -> None:

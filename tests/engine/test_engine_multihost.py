@@ -37,9 +37,15 @@ from urllib.parse import parse_qs, urlsplit
 
 import psycopg
 import pytest
-from engine_helpers import PoolProcess, Queue, children, remove_cgroup_tree, wait_until
+from engine_helpers import (
+    PoolProcess,
+    Queue,
+    children,
+    remove_cgroup_tree,
+    stop_all,
+    wait_until,
+)
 
-from queuectl_tui.engine import procfs
 from queuectl_tui.engine.containment import cgroup_parent
 from queuectl_tui.engine.detach import PoolOptions, pool_command
 from queuectl_tui.models import Attempt, Job, JobState, Outcome, WorkerStatus
@@ -59,15 +65,7 @@ HOST_INIT = (
     'if [ -n "$1" ]; then echo $$ > "$1/cgroup.procs" || exit 97; fi; '
     'hostname "$2" || exit 98; shift 2; exec "$@"'
 )
-_STOPPED_OR_GONE = (b"T", b"t", b"Z", b"X")
-
-
 # -- hosts -----------------------------------------------------------------------------------
-
-
-def _state(pid: int) -> bytes | None:
-    fields = procfs.stat_fields(pid)
-    return fields[0] if fields else None
 
 
 def _database_port() -> int:
@@ -145,15 +143,7 @@ class Host:
     def freeze(self) -> None:
         """Stop every process of the host: the pool first, so that it starts nothing more."""
         os.kill(self.pid, signal.SIGSTOP)
-
-        def all_stopped() -> bool:
-            running = [p for p in self.processes() if _state(p) not in _STOPPED_OR_GONE]
-            for pid in running:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGSTOP)
-            return not running
-
-        wait_until(all_stopped, timeout=30, what=f"every process of {self.name} to stop")
+        stop_all(self.processes, what=f"every process of {self.name} to stop")
 
     def freeze_between_transactions(self) -> None:
         """Freeze the host at a moment none of its connections is inside a transaction: one
