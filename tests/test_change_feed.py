@@ -6,8 +6,10 @@ import select
 from pathlib import Path
 
 import pytest
+from store_helpers import claim, register, settle, settle_and_claim, sqlite_file
 
-from queuectl_tui.store import open_store
+from queuectl_tui.models import JobState, Outcome
+from queuectl_tui.store import ChangeFeed, open_store
 from queuectl_tui.store.sqlite.changes import inotify_available
 
 from helpers import spec
@@ -40,3 +42,73 @@ def test_a_commit_by_another_connection_is_fed_once(tmp_path: Path, mode: str) -
 def test_an_unknown_mode_is_refused(tmp_path: Path) -> None:
     with open_store(tmp_path / "q.db") as store, pytest.raises(ValueError, match="wake mode"):
         store.change_feed("telepathy")
+
+
+def _readable(feed: ChangeFeed, wait: float) -> bool:
+    descriptor = feed.fileno()
+    assert descriptor is not None
+    ready, _, _ = select.select([descriptor], [], [], wait)
+    return bool(ready)
+
+
+QUIET = 0.3  # how long a feed is watched for a wake it must not have
+
+
+@pytest.mark.skipif(not inotify_available(), reason="inotify is Linux only")
+def test_a_pools_feed_sleeps_through_claims_results_and_heartbeats(tmp_path: Path) -> None:
+    db = tmp_path / "q.db"
+    with open_store(db) as pool, open_store(db) as producer, open_store(db) as reader:
+        register(pool, "w1", now=NOW)
+        producer.enqueue(spec(id="a"), 3, NOW)
+        feed = reader.change_feed("inotify", work_only=True)
+        try:
+            feed.drain()
+            job = claim(pool, "w1", NOW + 1)
+            assert job is not None
+            _, nothing = settle_and_claim(pool, job, NOW + 2)
+            assert nothing is None
+            pool.heartbeat(["w1"], NOW + 3)
+            assert not _readable(feed, QUIET)  # nobody was given work
+            producer.enqueue(spec(id="b"), 3, NOW + 4)
+            assert _readable(feed, 10)
+            assert feed.drain()
+            assert not feed.drain()
+        finally:
+            feed.close()
+
+
+@pytest.mark.skipif(not inotify_available(), reason="inotify is Linux only")
+def test_a_result_that_leaves_work_wakes_the_pools(tmp_path: Path) -> None:
+    db = tmp_path / "q.db"
+    with open_store(db) as pool, open_store(db) as producer, open_store(db) as reader:
+        producer.enqueue(spec(id="flaky", max_retries=2), 3, NOW)
+        feed = reader.change_feed("inotify", work_only=True)
+        try:
+            feed.drain()
+            job = claim(pool, "w1", NOW + 1)
+            assert job is not None
+            while _readable(feed, 0):  # the registration of w1 (a worker row: it may ring)
+                feed.drain()
+            result = settle(pool, job, Outcome.FAILED, NOW + 2, exit_code=1, error="exit code 1")
+            assert result.state is JobState.FAILED  # a retry, later: another pool must know
+            assert _readable(feed, 10)
+            assert feed.drain()
+        finally:
+            feed.close()
+
+
+@pytest.mark.skipif(not inotify_available(), reason="inotify is Linux only")
+def test_a_writer_that_rings_no_bell_is_seen_by_the_safety_poll(tmp_path: Path) -> None:
+    db = tmp_path / "q.db"
+    with open_store(db) as producer, open_store(db) as reader:
+        producer.enqueue(spec(id="a"), 3, NOW)
+        feed = reader.change_feed("inotify", work_only=True)
+        try:
+            feed.drain()
+            with sqlite_file(db, writable=True) as conn:  # the sqlite3 shell, say
+                conn.execute("UPDATE jobs SET priority = 5")
+            assert not _readable(feed, QUIET)
+            assert 0 < feed.wait_at_most() <= 1
+            assert feed.drain()  # what the pool's watcher does when the wait runs out
+        finally:
+            feed.close()

@@ -1,11 +1,12 @@
 """Waking idle workers: new work from any process starts within milliseconds, while an idle
 pool sleeps in the kernel instead of polling.
 
-One watcher thread per pool waits on the store's change feed (see `Store.change_feed`; for
-SQLite, inotify on the WAL confirmed by `PRAGMA data_version`, or polling) and rings the
-dispatcher's doorbell when a change left a job to claim; the dispatcher then claims for every
-free worker in one transaction. The pool's own claims and settlements, and jobs scheduled for
-later, wake nobody. The watcher also rings when the next known `run_at` arrives (a retry's
+One watcher thread per pool waits on the store's change feed for commits that may give a
+worker work (see `Store.change_feed`; for SQLite, inotify on the queue's bell, which such a
+commit rings, or polling) and rings the dispatcher's doorbell when a change left a job to
+claim; the dispatcher then claims for every free worker in one transaction. The pools' own
+claims, results and heartbeats do not wake the watcher at all, and jobs scheduled for later
+wake no dispatcher. The watcher also rings when the next known `run_at` arrives (a retry's
 backoff ending, a job scheduled for later), so a due job is never slept through. While every
 worker is busy the watcher lies dormant: the dispatcher claims the next jobs in the
 transaction that settles the last ones, and wakes the watcher when a worker finds no work.
@@ -84,7 +85,7 @@ class ChangeWatcher(threading.Thread):
         self._failure: StoreError | None = None
         try:
             self._store = open_store()
-            self._feed = self._store.change_feed(mode)
+            self._feed = self._store.change_feed(mode, work_only=True)
         except StoreError as error:
             # Workers still find work on their own every IDLE_RECHECK seconds.
             self._failure = error

@@ -200,6 +200,9 @@ class Exchange:
 
     settled: list[SettleResult]  # one per settlement, in the order given
     claimed: dict[str, Job]  # worker id -> the job claimed for it
+    # Whether it may have given some worker work: a job back to pending (handed back, or a
+    # retry, due now or later) or a dependent freed. Otherwise other pools need not look.
+    made_work: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,10 +309,12 @@ class Store(ABC):
         self.close()
 
     @abstractmethod
-    def change_feed(self, mode: str = "auto") -> ChangeFeed:
+    def change_feed(self, mode: str = "auto", work_only: bool = False) -> ChangeFeed:
         """A feed of this queue's changes for one waiting thread, reading through this store
         (give it a store of its own). `mode` picks how a backend detects them, where it has
-        a choice (SQLite: "inotify", "poll" or "auto")."""
+        a choice (SQLite: "inotify", "poll" or "auto"). With `work_only` a backend may tell
+        at once only of commits that may give a worker work, and of the others later (SQLite:
+        within half a second): what a pool's watcher needs."""
 
     def now(self) -> int:
         """The time (ms since the epoch) that callers stamp this store's writes with and judge

@@ -169,7 +169,7 @@ class PostgresStore(SqlStore):
     def now(self) -> int:
         return self.db.now()
 
-    def change_feed(self, mode: str = "auto") -> ChangeFeed:
+    def change_feed(self, mode: str = "auto", work_only: bool = False) -> ChangeFeed:
         conninfo, options = self.db.listen_conninfo()
         return ListenFeed(conninfo, options, self._target.schema, self._target.shown)
 

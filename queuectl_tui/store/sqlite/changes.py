@@ -8,6 +8,13 @@ that waits on a descriptor instead of polling.
   wrote, then reads `PRAGMA data_version` once. A writer that takes no turn (an older
   queuectl, the sqlite3 shell) is looked at again after 1, 2, 4 ... ms (`wait_at_most`).
 - `poll`: no descriptor; `PRAGMA data_version` every 2 ms (any platform; a few % of a core).
+
+A pool's watcher asks only for commits that may give a worker work (`work_only`): inotify then
+watches the queue's bell, the write-turn lock file, which such a commit writes to after it
+committed (see writelock.py), instead of the WAL. The pools' own claims, results and
+heartbeats do not ring it, and a ring needs no wait for the writer's turn. What was committed
+without a ring (another pool's bookkeeping, a writer that takes no turn) is still seen by
+`PRAGMA data_version` within SAFETY_POLL.
 """
 
 from __future__ import annotations
@@ -94,14 +101,18 @@ def inotify_available() -> bool:
 class SQLiteChangeFeed(ChangeFeed):
     """Changes to one SQLite queue, read through `store` (a connection of the feed's own)."""
 
-    def __init__(self, store: SQLiteStore, wal_path: str, mode: str = "auto") -> None:
+    def __init__(
+        self, store: SQLiteStore, wal_path: str, mode: str = "auto", bell_path: str | None = None
+    ) -> None:
+        """Watches the WAL, or the bell at `bell_path` where given (see the module's text)."""
         if mode not in MODES:
             raise ValueError(f"unknown wake mode {mode!r}")
         self._store = store
         self._inotify: _Inotify | None = None
+        self._bell = bell_path is not None
         if mode in ("auto", "inotify") and inotify_available():
             try:
-                self._inotify = _Inotify(wal_path)
+                self._inotify = _Inotify(bell_path or wal_path)
             except (OSError, AttributeError):
                 if mode == "inotify":
                     raise
@@ -124,6 +135,11 @@ class SQLiteChangeFeed(ChangeFeed):
             written = inotify.drain()
             if not inotify.watching:
                 inotify.rewatch()
+            if written and self._bell:
+                # Rung after a commit: it is visible, and it may have given a worker work
+                # even if a look at data_version in between has seen it already.
+                self._token, self._recheck = self._read_token(), None
+                return True
             if written:
                 # The writer's turn ends with its commit; what the rest of that transaction
                 # wrote meanwhile is drained with it, not woken for again.

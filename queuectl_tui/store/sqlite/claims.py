@@ -51,7 +51,12 @@ def exchange(conn: sqlite3.Connection, request: ClaimRequest) -> Exchange:
             for worker_id, touch in touched.items()
         ],
     )
-    return Exchange(settled, claimed)
+    made_work = bool(ended) or any(result.state in _MAKE_WORK for result in settled)
+    return Exchange(settled, claimed, made_work)
+
+
+# A settlement that leaves its job in one of these may give a worker work (now or later).
+_MAKE_WORK = frozenset({JobState.PENDING, JobState.FAILED})
 
 
 def claimable_queues(

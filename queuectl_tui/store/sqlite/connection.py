@@ -194,8 +194,14 @@ class Database:
                 self._turn.wait_until_passed()
 
     # -- the write path ------------------------------------------------------------------------
-    def write(self, body: Callable[[sqlite3.Connection], T], durable: bool = False) -> T:
-        """Run `body` in one BEGIN IMMEDIATE transaction and commit it.
+    def write(
+        self,
+        body: Callable[[sqlite3.Connection], T],
+        durable: bool = False,
+        rings: Callable[[T], bool] | None = None,
+    ) -> T:
+        """Run `body` in one BEGIN IMMEDIATE transaction and commit it, then ring the queue's
+        bell (see writelock.py) unless `rings` says of the result that it gave no worker work.
 
         BEGIN IMMEDIATE takes SQLite's single write lock before anything is read, so a
         read-then-update inside `body` cannot interleave with any other writer, in this
@@ -205,8 +211,10 @@ class Database:
             if self._stand_in:
                 self._open(create=True)  # the first write creates the database
             sync_after = durable and self._wal is not None
-            with self._process_turn():
+            with self._process_turn() as turn:
                 result = self._transaction(body, durable and not sync_after)
+                if turn is not None and (rings is None or rings(result)):
+                    turn.ring()
             if sync_after:
                 self._sync_wal()
             return result
@@ -242,11 +250,15 @@ class Database:
             if durable:
                 conn.execute("PRAGMA synchronous = NORMAL")
 
+    def bell_path(self) -> str | None:
+        """The file a commit that may give a worker work writes to (see writelock.py)."""
+        return self._turn.bell_path() if self._on_file else None
+
     @contextlib.contextmanager
-    def _process_turn(self) -> Iterator[None]:
+    def _process_turn(self) -> Iterator[WriteTurn | None]:
         """This process's turn to write, then the database's among processes (see
         writelock.py), each waited for no longer than this store would wait for SQLite's
-        lock."""
+        lock. Yields the database's turn (None where there is none: in memory)."""
         waited = self._busy_timeout + self._lock_retry_seconds
         if not self._write_lock.acquire(timeout=waited):
             # Another thread of this process writes, or waits in line for the same turn.
@@ -258,7 +270,7 @@ class Database:
                     f"the database {self.location} stayed locked for {waited:g} s"
                 )
             try:
-                yield
+                yield turn
             finally:
                 if turn is not None:
                     turn.release()

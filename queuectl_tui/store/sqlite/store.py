@@ -67,8 +67,9 @@ class SQLiteStore(SqlStore):
     def exists(self) -> bool:
         return self._db.holds_file()
 
-    def change_feed(self, mode: str = "auto") -> ChangeFeed:
-        return SQLiteChangeFeed(self, self._db.wal_path(), mode)
+    def change_feed(self, mode: str = "auto", work_only: bool = False) -> ChangeFeed:
+        bell = self._db.bell_path() if work_only and self.exists else None
+        return SQLiteChangeFeed(self, self._db.wal_path(), mode, bell)
 
     def change_token(self) -> int:
         return self._db.change_token()
@@ -224,7 +225,8 @@ class SQLiteStore(SqlStore):
         def body(conn: sqlite3.Connection) -> Exchange:
             return claims.exchange(conn, request)
 
-        return self._db.write(body)
+        # Claims and plain results wake no other pool: they leave nobody work.
+        return self._db.write(body, rings=_made_work)
 
     def has_due_work(self, now: int, queues: Sequence[str] | None = None) -> bool:
         with self._db.snapshot() as conn:
@@ -249,7 +251,7 @@ class SQLiteStore(SqlStore):
         def body(conn: sqlite3.Connection) -> None:
             self._rows_among(conn, "heartbeat_among", worker_ids, now)
 
-        self._db.write(body)
+        self._db.write(body, rings=_never)
 
 
 TEXT_INDEX_BUILD = (
@@ -271,3 +273,11 @@ def _counts_statement(queue: str | None) -> tuple[str, dict[str, str]]:
     if queue is None:
         return SQL["state_counts"], {}
     return SQL["queue_state_counts"], {"queue": queue}
+
+
+def _made_work(exchange: Exchange) -> bool:
+    return exchange.made_work
+
+
+def _never(_: object) -> bool:
+    return False

@@ -12,10 +12,16 @@ queuectl, is merely not queued); this lock only decides whose turn it is.
 
 A waiter with a bounded wait (the pool's dispatcher, which must keep supervising its running
 jobs) keeps its place in the queue when its wait runs out: a helper thread stays blocked in
-the kernel for it, and hands the turn over at the next try."""
+the kernel for it, and hands the turn over at the next try.
+
+The lock file is also the queue's bell: a write that may give a worker work (an enqueue, a
+retry, a job handed back) writes one byte to it after its commit, within its turn, and idle
+pools watch it (see changes.py). The pools' own bookkeeping (claims, settlements that leave
+nothing to run, heartbeats) does not ring, so a pool is not woken by every commit of its own."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
@@ -57,6 +63,7 @@ class WriteTurn:
         self.path = location + LOCK_SUFFIX
         self._file_mode = file_mode
         self._fd: int | None = None
+        self._can_ring = False  # the lock file is open for writing
         self._unusable = False  # no lock file could be opened: SQLite's lock alone decides
         self._state = _IDLE
         self._changed = threading.Condition(threading.Lock())
@@ -105,6 +112,20 @@ class WriteTurn:
             fcntl.flock(fd, fcntl.LOCK_SH)  # granted once no writer holds it
             fcntl.flock(fd, fcntl.LOCK_UN)
 
+    def ring(self) -> None:
+        """Tell the queue's watchers that a commit may have given a worker work: one byte
+        written to the lock file (see changes.py). Called by the turn's holder after its
+        commit, so a watcher that hears it sees the commit."""
+        if self._can_ring and self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.pwrite(self._fd, b"\0", 0)
+
+    def bell_path(self) -> str | None:
+        """The lock file's path, created (like the database) if it is missing, for a watcher
+        of the bell; None if it cannot be made or opened."""
+        with self._changed:
+            return self.path if self._descriptor() is not None else None
+
     def release(self) -> None:
         with self._changed:
             if self._state != _HELD:
@@ -152,10 +173,15 @@ class WriteTurn:
             return self._fd
         if not create and not os.path.lexists(self.path):
             return None  # nobody has written yet; a reader does not create it
+        flags = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
         try:
             create_exclusive(self.path, self._file_mode)
-            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
-            fd = os.open(self.path, flags)
+            try:
+                fd = os.open(self.path, os.O_RDWR | flags)
+                writable = True
+            except OSError:  # somebody else's queue, or a read-only disk: no bell to ring
+                fd = os.open(self.path, os.O_RDONLY | flags)
+                writable = False
         except OSError as error:
             log.debug("no write-turn lock file %s: %s", self.path, error.strerror)
             self._unusable = True
@@ -164,5 +190,5 @@ class WriteTurn:
             os.close(fd)
             self._unusable = True
             return None
-        self._fd = fd
+        self._fd, self._can_ring = fd, writable
         return fd
