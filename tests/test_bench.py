@@ -78,11 +78,14 @@ def test_quick_mixed_bench_reports_the_producer_and_the_pool(run_cli: RunCli) ->
     )
     assert result.returncode == 0, result.stderr
     measures = {measure["name"]: measure for measure in json.loads(result.stdout)["results"]}
-    for phase in ("paced at 80%", "flat out"):
+    for phase in ("paced at half capacity", "flat out"):
         for figure in ("enqueue rate", "give-ups", "end-to-end p50", "end-to-end p95"):
             measure = measures[f"mixed, {phase}: {figure}"]
             assert measure["value"] >= 0 and measure["unit"]
     capacity = measures["mixed, bulk-loaded capacity"]["value"]
+    # Paced at half the pool's own rate, on a fixed schedule: never faster.
+    paced = measures["mixed, paced at half capacity: enqueue rate"]["value"]
+    assert 0 < paced <= 0.5 * capacity * 1.05
     during = next(m for name, m in measures.items() if name.startswith("mixed, flat out: pool"))
     assert during["baseline"] == pytest.approx(capacity) and capacity > 0
     assert during["ratio"] == pytest.approx(during["value"] / capacity)

@@ -138,7 +138,7 @@ def bench(
         if "mixed" in chosen:
             say(
                 f"a producer of {sizes['mixed']:,} x 'true', one per transaction, into "
-                f"{workers} workers: paced at 80% of capacity, then flat out ..."
+                f"{workers} workers: paced at half capacity, then flat out ..."
             )
             results += scenarios.mixed(places, sizes["mixed"], workers, repeat)
         if "pickup" in chosen:
