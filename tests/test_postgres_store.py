@@ -21,6 +21,7 @@ from queuectl_tui.store import (
     StoreOptions,
     open_store,
 )
+from queuectl_tui.store.postgres.statements import SQL as PG_SQL
 from queuectl_tui.store.postgres.url import parse
 
 from helpers import (
@@ -205,6 +206,35 @@ def test_a_worker_declared_lost_meanwhile_gets_nothing(location: str, pg: Store)
     exchange = outcome[0]
     assert isinstance(exchange, Exchange) and exchange.claimed == {}
     assert pg.get("next").state is JobState.PENDING
+
+
+def test_a_heartbeat_takes_worker_rows_in_the_exchanges_order(location: str, pg: Store) -> None:
+    """An exchange locks its workers' rows in id order. A heartbeat must take them in the same
+    order: one that took "w2" and then waited for "w1", which an exchange holds while it waits
+    for "w2", deadlocked (the server aborted the exchange)."""
+    register(pg, "w2")  # first in the table, so a plain scan of it meets w2 first
+    register(pg, "w1")
+
+    def heartbeat() -> None:  # the store's statement, under the plan a big table may get
+        with _raw(location) as conn:
+            conn.execute("SET enable_indexscan = off")
+            conn.execute("SET enable_bitmapscan = off")
+            conn.execute(PG_SQL["heartbeat_among"], (NOW, ["w1", "w2"]))
+            conn.commit()
+
+    with _raw(location) as exchange:
+        exchange.execute("SELECT id FROM workers WHERE id = 'w1' FOR SHARE")
+        beat = threading.Thread(target=heartbeat, daemon=True)
+        beat.start()
+        beat.join(timeout=1.0)  # it waits for w1 (or, before, held w2 already)
+        assert beat.is_alive()
+        # The exchange goes on to its next row: free, as the heartbeat has not reached it.
+        exchange.execute("SET lock_timeout = '5s'")
+        exchange.execute("SELECT id FROM workers WHERE id = 'w2' FOR SHARE")
+        exchange.commit()
+    beat.join(timeout=60)
+    assert not beat.is_alive()
+    assert {w.id: w.last_heartbeat for w in pg.list_workers()} == {"w1": NOW, "w2": NOW}
 
 
 def test_a_job_ended_by_hand_gets_an_end_time_and_is_a_dead_letter(

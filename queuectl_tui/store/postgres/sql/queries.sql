@@ -658,8 +658,14 @@ ON CONFLICT (id) DO UPDATE SET
     jobs_failed = excluded.jobs_failed, pid_namespace = excluded.pid_namespace
 
 -- name: heartbeat_among
+-- The rows locked in id order, the one lock order of worker rows (see lock_workers): an
+-- UPDATE by a list locks them in whatever order its plan reads them, and the pool's own
+-- exchange, holding some of them and waiting for another, deadlocked with it.
 UPDATE workers SET last_heartbeat = %s
- WHERE id = ANY(%s) AND status IN ('idle', 'busy', 'stopping')
+ WHERE id IN (SELECT id FROM workers
+               WHERE id = ANY(%s) AND status IN ('idle', 'busy', 'stopping')
+               ORDER BY id
+                 FOR UPDATE)
 
 -- name: set_worker_status
 UPDATE workers SET status = %(status)s, current_job = %(current_job)s, last_heartbeat = %(now)s,
