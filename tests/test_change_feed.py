@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from store_helpers import claim, register, settle, settle_and_claim, sqlite_file
 
-from queuectl_tui.models import JobState, Outcome
-from queuectl_tui.store import ChangeFeed, open_store
+from queuectl_tui.models import Action, JobState, Outcome, OutputChunk, Stream
+from queuectl_tui.store import ChangeFeed, OutputAppend, open_store
 from queuectl_tui.store.sqlite.changes import inotify_available
 
 from helpers import spec
@@ -110,5 +110,64 @@ def test_a_writer_that_rings_no_bell_is_seen_by_the_safety_poll(tmp_path: Path) 
             assert not _readable(feed, QUIET)
             assert 0 < feed.wait_at_most() <= 1
             assert feed.drain()  # what the pool's watcher does when the wait runs out
+        finally:
+            feed.close()
+
+
+@pytest.mark.skipif(not inotify_available(), reason="inotify is Linux only")
+def test_a_run_that_ends_in_a_limited_queue_wakes_the_pools(tmp_path: Path) -> None:
+    # A pool serving only "reports" waits while the queue's one slot is taken by another
+    # pool's run; when that run ends, the slot is free for it.
+    db = tmp_path / "q.db"
+    with open_store(db) as pool, open_store(db) as producer, open_store(db) as reader:
+        producer.set_queue_limit("reports", 1, NOW, Action("cli", "t", "h", "limit", "reports"))
+        for name in ("r1", "r2"):
+            producer.enqueue(spec(id=name, queue="reports"), 3, NOW)
+        job = claim(pool, "w1", NOW + 1)
+        assert job is not None and job.queue == "reports"
+        assert not reader.has_due_work(NOW + 2, ["reports"])  # at its limit
+        feed = reader.change_feed("inotify", work_only=True)
+        try:
+            feed.drain()
+            settle(pool, job, Outcome.COMPLETED, NOW + 2)  # a result, nobody claiming
+            assert _readable(feed, 10)
+            assert feed.drain()
+            assert reader.has_due_work(NOW + 3, ["reports"])
+        finally:
+            feed.close()
+
+
+@pytest.mark.skipif(not inotify_available(), reason="inotify is Linux only")
+def test_live_output_wakes_no_pool(tmp_path: Path) -> None:
+    db = tmp_path / "q.db"
+    with open_store(db) as pool, open_store(db) as producer, open_store(db) as reader:
+        producer.enqueue(spec(id="talky"), 3, NOW)
+        job = claim(pool, "w1", NOW + 1)
+        assert job is not None
+        feed = reader.change_feed("inotify", work_only=True)
+        try:
+            feed.drain()
+            chunk = OutputChunk(0, Stream.STDOUT, "hello\n", NOW + 2, 0)
+            pool.append_output([OutputAppend(job.id, job.runs, "w1", [chunk], 0)])
+            assert not _readable(feed, QUIET)
+        finally:
+            feed.close()
+
+
+@pytest.mark.skipif(not inotify_available(), reason="inotify is Linux only")
+def test_a_lock_file_made_again_is_listened_to(tmp_path: Path) -> None:
+    db = tmp_path / "q.db"
+    with open_store(db) as producer, open_store(db) as reader:
+        producer.enqueue(spec(id="a"), 3, NOW)
+        feed = reader.change_feed("inotify", work_only=True)
+        try:
+            feed.drain()
+            Path(f"{db}-lock").unlink()  # the reader's store still holds the old one
+            with open_store(db) as newcomer:  # makes a new lock file, and rings it
+                newcomer.enqueue(spec(id="b"), 3, NOW)
+                assert feed.drain()  # data_version, at the safety poll; and the new file
+                newcomer.enqueue(spec(id="c"), 3, NOW)
+                assert _readable(feed, 10), "the new lock file's ring was not heard"
+                assert feed.drain()
         finally:
             feed.close()

@@ -383,8 +383,29 @@ def test_files_get_the_file_mode_under_umask_022(
         # While the pool holds its connections, the -wal and -shm files exist.
         wait_until(lambda: (tmp_path / "q.db-wal").exists(), timeout=30, what="the -wal file")
         wait_until(lambda: (tmp_path / "q.db-shm").exists(), timeout=30, what="the -shm file")
-        for path in (db, tmp_path / "q.db-wal", tmp_path / "q.db-shm", log):
+        files = ("q.db-wal", "q.db-shm", "q.db-lock")
+        for path in (db, *(tmp_path / name for name in files), log):
             assert _mode(path) == expected, (path.name, oct(_mode(path)))
+    finally:
+        stopped = _cli(tmp_path, *base, "worker", "stop", "--wait", "--timeout", "30")
+        assert stopped.returncode == 0, stopped.stderr
+
+
+@pytest.mark.slow
+def test_a_pool_remakes_a_missing_lock_file_with_the_file_mode(tmp_path: Path) -> None:
+    # A queue copied or restored without its lock file: whichever of the pool's threads
+    # makes it first, it gets the mode the pool was given.
+    config = tmp_path / "config.json"
+    base = ["--config", str(config), "--db", str(tmp_path / "q.db")]
+    assert _cli(tmp_path, *base, "config", "set", "file-mode", "660").returncode == 0
+    assert _cli(tmp_path, *base, "enqueue", '{"id":"a","command":"true"}').returncode == 0
+    lock = tmp_path / "q.db-lock"
+    lock.unlink()
+    started = _cli(tmp_path, *base, "worker", "start", "--detach", "--count", "1")
+    assert started.returncode == 0, started.stderr
+    try:
+        wait_until(lock.exists, timeout=30, what="the lock file")
+        assert _mode(lock) == 0o660, oct(_mode(lock))
     finally:
         stopped = _cli(tmp_path, *base, "worker", "stop", "--wait", "--timeout", "30")
         assert stopped.returncode == 0, stopped.stderr

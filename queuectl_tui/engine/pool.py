@@ -189,14 +189,15 @@ class Pool:
         doorbell = Doorbell()
         path = settings.database
         queues = self.options.queues
-        watcher = ChangeWatcher(lambda: open_store(path), doorbell, self.wake_mode, queues)
+        # Every store of the pool creates what it creates (the lock file, say) with the mode.
+        options = StoreOptions(file_mode=settings.file_permissions)
+        dispatching = replace(options, lock_wait=DISPATCH_LOCK_WAIT, planned_once=True)
+        watcher = ChangeWatcher(lambda: open_store(path, options), doorbell, self.wake_mode, queues)
         self.ctx = ctx = PoolContext(
             live=self.live,
             pid=self.pid,
             queues=queues,
-            open_store=lambda: open_store(
-                path, StoreOptions(lock_wait=DISPATCH_LOCK_WAIT, planned_once=True)
-            ),
+            open_store=lambda: open_store(path, dispatching),
             doorbell=doorbell,
             watcher=watcher,
         )
@@ -206,12 +207,12 @@ class Pool:
         self._apply_queue_limits(store)
         dispatcher = self._start_dispatcher(store)
         watcher.start()
-        retention = Retention(lambda: open_store(path), settings)
+        retention = Retention(lambda: open_store(path, options), settings)
         if retention.needed:
             retention.start()
             events.event("retention", removes_after_days=retention.describe())
         # Every pool fires schedules: one job per tick however many pools run (ticker.py).
-        ticker = ScheduleTicker(lambda: open_store(path), settings)
+        ticker = ScheduleTicker(lambda: open_store(path, options), settings)
         ticker.start()
         events.event(
             "pool started",

@@ -150,17 +150,16 @@ class ChangeWatcher(threading.Thread):
             if self._notify_r in ready:
                 with contextlib.suppress(BlockingIOError):
                     os.read(self._notify_r, 4096)
-            ring = False
             if feed.drain():
                 self._due_dirty = True
-                ring = self._work_is_due(store)
+                if self._work_is_due(store):
+                    self._doorbell.ring()
             if self._next_due is not None and store.now() >= self._next_due:
                 self._next_due = None
                 self._due_dirty = True
-                ring = True
+                self._doorbell.ring()
             # Re-reading the next run_at is a small scan: only when it may have changed and
             # somebody is idle to use it, and not more than every NEXT_RUN_REFRESH seconds.
-            # Before the ring: the dispatcher it wakes would wait for this thread's reads.
             if (
                 self._due_dirty
                 and self._doorbell.listening
@@ -173,8 +172,6 @@ class ChangeWatcher(threading.Thread):
                 except StoreError as error:
                     self._due_dirty = True
                     events.event("wake watcher retrying", level=30, error=str(error))
-            if ring:
-                self._doorbell.ring()
 
     def _work_is_due(self, store: Store) -> bool:
         """Whether the change gave an idle worker something to do; when in doubt, yes."""

@@ -78,9 +78,11 @@ class SqlStore(Store):
 
     # -- what a backend supplies -----------------------------------------------------------------
     @abstractmethod
-    def _write(self, body: Callable[[Conn], T], durable: bool) -> T:
+    def _write(self, body: Callable[[Conn], T], durable: bool, gives_work: bool = True) -> T:
         """`body(conn)` in one write transaction. `durable`: committed to disk before this
-        returns; the engine's bookkeeping is not (its loss at most runs a job again)."""
+        returns; the engine's bookkeeping is not (its loss at most runs a job again).
+        `gives_work` False: it can give no worker anything to do, so idle pools need not be
+        told at once (SQLite: it does not ring the queue's bell)."""
 
     @abstractmethod
     def _read(self, sql: str, params: Params | None = None) -> list[Any]:
@@ -201,7 +203,7 @@ class SqlStore(Store):
                     conn.execute(self.SQL["forget_output"], forget)
 
         # Not durable: a crash loses at most the last pieces of output of a run it ends.
-        self._write(body, durable=False)
+        self._write(body, durable=False, gives_work=False)
 
     def output_chunks(
         self, job_id: str, run: int, after_seq: int = -1, limit: int = 1000

@@ -94,8 +94,8 @@ class PostgresStore(SqlStore):
         return self.db.run(body, durable=durable, wait=self._wait)
 
     # -- how SqlStore's bodies run here ------------------------------------------------------------
-    def _write(self, body: Callable[[Conn], T], durable: bool) -> T:
-        return self._run(body, durable)
+    def _write(self, body: Callable[[Conn], T], durable: bool, gives_work: bool = True) -> T:
+        return self._run(body, durable)  # the triggers tell listeners what gives work
 
     def _read(self, sql: str, params: Params | None = None) -> list[Any]:
         return self.db.read(sql, params, wait=self._wait)

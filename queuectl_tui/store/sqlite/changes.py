@@ -62,6 +62,7 @@ class _Inotify:
         self.fd = fd
         self.path = path
         self.watching = False
+        self._inode: int | None = None
         self.rewatch()
 
     def rewatch(self) -> bool:
@@ -70,7 +71,22 @@ class _Inotify:
             self.fd, os.fsencode(self.path), _IN_MODIFY | _IN_DELETE_SELF | _IN_MOVE_SELF
         )
         self.watching = wd >= 0
+        self._inode = self._current_inode() if self.watching else None
         return self.watching
+
+    def follow(self) -> None:
+        """Watch the file now at the path if it is another than the one watched (it was
+        removed and made again while something held the old one open, so the old one's
+        watch saw no end). The old watch stays: its holders may still write to it."""
+        inode = self._current_inode()
+        if inode is not None and inode != self._inode:
+            self.rewatch()
+
+    def _current_inode(self) -> int | None:
+        try:
+            return os.stat(self.path).st_ino
+        except OSError:
+            return None
 
     def drain(self) -> bool:
         """Consume pending events; True if the file was written."""
@@ -140,6 +156,8 @@ class SQLiteChangeFeed(ChangeFeed):
                 # even if a look at data_version in between has seen it already.
                 self._token, self._recheck = self._read_token(), None
                 return True
+            if self._bell:
+                inotify.follow()  # a look now and then, when nothing rang
             if written:
                 # The writer's turn ends with its commit; what the rest of that transaction
                 # wrote meanwhile is drained with it, not woken for again.

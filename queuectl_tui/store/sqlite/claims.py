@@ -51,12 +51,29 @@ def exchange(conn: sqlite3.Connection, request: ClaimRequest) -> Exchange:
             for worker_id, touch in touched.items()
         ],
     )
-    made_work = bool(ended) or any(result.state in _MAKE_WORK for result in settled)
-    return Exchange(settled, claimed, made_work)
+    return Exchange(settled, claimed, _made_work(conn, settlements, settled, ended))
 
 
 # A settlement that leaves its job in one of these may give a worker work (now or later).
 _MAKE_WORK = frozenset({JobState.PENDING, JobState.FAILED})
+
+
+def _made_work(
+    conn: sqlite3.Connection,
+    settlements: Sequence[Settlement],
+    settled: Sequence[SettleResult],
+    ended: Sequence[tuple[str, str]],
+) -> bool:
+    """Whether the exchange may have given some pool's worker work: a job back to waiting, a
+    dependent freed, or a run ended in a queue with a limit (room for one more, which a pool
+    serving that queue may be waiting for)."""
+    if ended or any(result.state in _MAKE_WORK for result in settled):
+        return True
+    queues = {s.job.queue for s, r in zip(settlements, settled, strict=True) if r.state is not None}
+    if not queues:
+        return False
+    limited = {name for (name,) in conn.execute(SQL["limited_queues"])}
+    return not queues.isdisjoint(limited)
 
 
 def claimable_queues(

@@ -75,8 +75,10 @@ class SQLiteStore(SqlStore):
         return self._db.change_token()
 
     # -- how SqlStore's bodies run here ------------------------------------------------------------
-    def _write(self, body: Callable[[sqlite3.Connection], T], durable: bool) -> T:
-        return self._db.write(body, durable=durable)
+    def _write(
+        self, body: Callable[[sqlite3.Connection], T], durable: bool, gives_work: bool = True
+    ) -> T:
+        return self._db.write(body, durable=durable, rings=None if gives_work else _never)
 
     def _read(self, sql: str, params: Params | None = None) -> list[Any]:
         return self._db.read(sql, () if params is None else params)

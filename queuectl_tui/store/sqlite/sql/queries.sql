@@ -280,6 +280,10 @@ INSERT INTO queues (name, max_running, updated_at) VALUES (:name, :value, :now)
 -- Queues with jobs waiting (pending or failed).
 SELECT DISTINCT queue FROM queue_counts WHERE state IN ('pending', 'failed') AND n > 0
 
+-- name: limited_queues
+-- Queues with a limit on their running jobs: a run that ends in one makes room.
+SELECT name FROM queues WHERE max_running IS NOT NULL
+
 -- name: claimable_queues
 -- Queues with jobs waiting that are not paused, with their limit (NULL: none) and how many
 -- of their jobs run now. A claim looks only into these.
