@@ -3,10 +3,12 @@ timeouts, output, heartbeats, and the `worker` commands."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -72,6 +74,38 @@ def test_each_wake_mode_picks_up_new_and_scheduled_work(queue: Queue, mode: str)
         queue.wait_state(queue.enqueue("true", f"now{n}"), JobState.COMPLETED, timeout=15)
     queue.wait_state("later", JobState.COMPLETED, timeout=15)
     assert queue.attempts("later")[0].started_at >= run_at
+
+
+@pytest.mark.sqlite_only
+def test_a_job_made_due_by_a_writer_that_rings_no_bell_still_runs(queue: Queue) -> None:
+    # The sqlite3 shell, say: it takes no write turn and rings nothing; the pool's look at
+    # data_version (at least every half second) finds the job.
+    queue.start_pool(count=1)
+    far = now_ms() + 3_600_000
+    with queue.store() as store:
+        store.enqueue(JobSpec("by-hand", "true", run_at=far), 0, now_ms())
+    with contextlib.closing(sqlite3.connect(queue.db, isolation_level=None)) as conn:
+        conn.execute("UPDATE jobs SET run_at = 0 WHERE id = 'by-hand'")
+    queue.wait_state("by-hand", JobState.COMPLETED, timeout=30)
+
+
+def test_a_run_ending_in_a_limited_queue_hands_its_room_to_another_pool(queue: Queue) -> None:
+    # "reports" runs one job at a time. Pool A serves every queue and has claimed the one
+    # running "reports" job; pool B serves "reports" alone and waits. When A's run ends and
+    # A takes other work, the room is B's to use: A's result tells the pools so.
+    gate = queue.root / "gate"
+    queue.cli("queue", "limit", "reports", "1")
+    held = queue.enqueue(f"while [ ! -e {gate} ]; do sleep 0.05; done", "held", queue="reports")
+    a = queue.start_pool(count=1)
+    queue.wait_state(held, JobState.PROCESSING, timeout=30)
+    queue.enqueue("sleep 30", "other", queue="default", priority=9)
+    queue.enqueue("true", "next-report", queue="reports")
+    b = queue.start_pool(count=1, queues=("reports",))
+    gate.touch()
+    queue.wait_state("next-report", JobState.COMPLETED, timeout=30)
+    [attempt] = queue.attempts("next-report")
+    assert attempt.worker_id is not None and b.events("claimed")[0]["job"] == "next-report"
+    assert a.events("claimed")[-1]["job"] == "other"
 
 
 @pytest.mark.parametrize("workers", [10, 20])
