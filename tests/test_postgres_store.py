@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 from store_helpers import NOW, POLICY, claim, register
 
-from queuectl_tui.models import Job, JobState, WorkerStatus
+from queuectl_tui.models import Action, Job, JobState, Outcome, WorkerStatus
 from queuectl_tui.store import (
     ClaimRequest,
     Exchange,
     ForeignDatabaseError,
+    Settlement,
     Store,
     StoreError,
     StoreOptions,
@@ -147,6 +148,29 @@ def test_an_enqueue_by_another_store_wakes_the_feed(location: str, pg: Store) ->
         assert feed.drain()
         assert not feed.drain()  # heard once; the backstop is a second away
         assert feed.wait_at_most() <= 1.0
+    finally:
+        feed.close()
+
+
+def test_a_run_that_ends_in_a_limited_queue_wakes_the_feed(location: str, pg: Store) -> None:
+    """Room in a queue with a limit is work for a pool that serves it: it is told at once,
+    not at the feed's backstop."""
+    pg.set_queue_limit("reports", 1, NOW, Action("cli", "t", "h", "limit", "reports"))
+    for name in ("r1", "r2"):
+        pg.enqueue(spec(id=name, queue="reports"), 3, NOW)
+    job = claim(pg, "w1", NOW + 1)
+    assert job is not None and job.queue == "reports"
+    feed = pg.change_feed()
+    try:
+        fd = feed.fileno()
+        assert fd is not None
+        feed.drain()  # the first drain looks anyway
+        with open_store(location) as other:
+            settlement = Settlement(job, Outcome.COMPLETED, 0, "", None, NOW + 2)
+            other.exchange(ClaimRequest([settlement], [], 1, NOW + 2, POLICY))
+        ready, _, _ = select.select([fd], [], [], 10)  # a notification, or none at all
+        assert ready, "the room was not told"
+        assert feed.drain()
     finally:
         feed.close()
 
