@@ -201,7 +201,8 @@ class Exchange:
     settled: list[SettleResult]  # one per settlement, in the order given
     claimed: dict[str, Job]  # worker id -> the job claimed for it
     # Whether it may have given some worker work: a job back to pending (handed back, or a
-    # retry, due now or later) or a dependent freed. Otherwise other pools need not look.
+    # retry, due now or later), a dependent freed, or a run ended in a queue with a limit
+    # (room for one more). Otherwise other pools need not look.
     made_work: bool = True
 
 

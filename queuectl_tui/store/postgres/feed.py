@@ -2,10 +2,10 @@
 
 The triggers of migrations 1 and 10 NOTIFY the channel (one per schema) when a job is
 enqueued, made pending again, made due, or ends a run in a queue with a limit, or a queue's
-settings change; a notification arrives when its
-transaction commits, on the feed's socket, which the waiting thread selects on. The feed also
-reports a change every BACKSTOP seconds whatever it heard, so that a lost notification (the
-connection dropped and came back) delays a job, never strands it."""
+settings change; a notification arrives when its transaction commits, on the feed's socket,
+which the waiting thread selects on. The feed also reports a change every BACKSTOP seconds
+whatever it heard, so that a lost notification (the connection dropped and came back) delays a
+job, never strands it."""
 
 from __future__ import annotations
 

@@ -198,10 +198,11 @@ class Database:
         self,
         body: Callable[[sqlite3.Connection], T],
         durable: bool = False,
-        rings: Callable[[T], bool] | None = None,
+        gives_work: bool | Callable[[T], bool] = True,
     ) -> T:
         """Run `body` in one BEGIN IMMEDIATE transaction and commit it, then ring the queue's
-        bell (see writelock.py) unless `rings` says of the result that it gave no worker work.
+        bell (see writelock.py) if it may have given a worker work: `gives_work`, or what it
+        says of the result.
 
         BEGIN IMMEDIATE takes SQLite's single write lock before anything is read, so a
         read-then-update inside `body` cannot interleave with any other writer, in this
@@ -213,7 +214,9 @@ class Database:
             sync_after = durable and self._wal is not None
             with self._process_turn() as turn:
                 result = self._transaction(body, durable and not sync_after)
-                if turn is not None and (rings is None or rings(result)):
+                if turn is not None and (
+                    gives_work(result) if callable(gives_work) else gives_work
+                ):
                     turn.ring()
             if sync_after:
                 self._sync_wal()

@@ -78,7 +78,7 @@ class SQLiteStore(SqlStore):
     def _write(
         self, body: Callable[[sqlite3.Connection], T], durable: bool, gives_work: bool = True
     ) -> T:
-        return self._db.write(body, durable=durable, rings=None if gives_work else _never)
+        return self._db.write(body, durable=durable, gives_work=gives_work)
 
     def _read(self, sql: str, params: Params | None = None) -> list[Any]:
         return self._db.read(sql, () if params is None else params)
@@ -228,7 +228,7 @@ class SQLiteStore(SqlStore):
             return claims.exchange(conn, request)
 
         # Claims and plain results wake no other pool: they leave nobody work.
-        return self._db.write(body, rings=_made_work)
+        return self._db.write(body, gives_work=_made_work)
 
     def has_due_work(self, now: int, queues: Sequence[str] | None = None) -> bool:
         with self._db.snapshot() as conn:
@@ -253,7 +253,7 @@ class SQLiteStore(SqlStore):
         def body(conn: sqlite3.Connection) -> None:
             self._rows_among(conn, "heartbeat_among", worker_ids, now)
 
-        self._db.write(body, rings=_never)
+        self._db.write(body, gives_work=False)
 
 
 TEXT_INDEX_BUILD = (
@@ -279,7 +279,3 @@ def _counts_statement(queue: str | None) -> tuple[str, dict[str, str]]:
 
 def _made_work(exchange: Exchange) -> bool:
     return exchange.made_work
-
-
-def _never(_: object) -> bool:
-    return False

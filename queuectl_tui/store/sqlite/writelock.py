@@ -15,9 +15,10 @@ jobs) keeps its place in the queue when its wait runs out: a helper thread stays
 the kernel for it, and hands the turn over at the next try.
 
 The lock file is also the queue's bell: a write that may give a worker work (an enqueue, a
-retry, a job handed back) writes one byte to it after its commit, within its turn, and idle
-pools watch it (see changes.py). The pools' own bookkeeping (claims, settlements that leave
-nothing to run, heartbeats) does not ring, so a pool is not woken by every commit of its own."""
+retry, a job handed back, room made in a queue with a limit) writes one byte to it after its
+commit, within its turn, and idle pools watch it (see changes.py). The pools' own bookkeeping
+(claims, settlements that leave nothing to run, live output, heartbeats) does not ring, so a
+pool is not woken by every commit of its own."""
 
 from __future__ import annotations
 
