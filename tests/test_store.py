@@ -8,8 +8,15 @@ import pytest
 from store_helpers import NOW, POLICY, claim, register, settle, settle_and_claim
 
 from queuectl_tui.lifecycle import RetryPolicy
-from queuectl_tui.models import JobState, Outcome, StopKind, Worker, WorkerStatus
-from queuectl_tui.store import Admission, DuplicateJobError, Settlement, Store, Submitted
+from queuectl_tui.models import Action, Job, JobState, Outcome, StopKind, Worker, WorkerStatus
+from queuectl_tui.store import (
+    Admission,
+    ClaimRequest,
+    DuplicateJobError,
+    Settlement,
+    Store,
+    Submitted,
+)
 
 from helpers import spec
 
@@ -539,3 +546,24 @@ def test_an_order_by_end_leaves_out_jobs_that_have_not_ended(store: Store) -> No
     settle(store, claim(store, worker="w2"), now=NOW + 20)
     assert store.get("again").state is JobState.FAILED
     assert [j.id for j in store.list_jobs(by_end=True, newest_first=True)] == ["done"]
+
+
+def test_an_exchange_says_whether_it_may_have_given_a_worker_work(store: Store) -> None:
+    # An idle pool re-reads when the next job is due only after an exchange that says so.
+    store.enqueue(spec(id="done"), 3, NOW)
+    store.enqueue(spec(id="retried"), 3, NOW)
+    store.enqueue(spec(id="limited", queue="reports"), 3, NOW)
+
+    def record(job: Job, outcome: Outcome) -> bool:
+        failed = outcome is not Outcome.COMPLETED
+        ended = Settlement(job, outcome, 1 if failed else 0, "", "boom" if failed else None, NOW)
+        return store.exchange(ClaimRequest([ended], [], 1, NOW + 1, POLICY)).made_work
+
+    done, retried = claim(store, "w1"), claim(store, "w2")
+    assert done is not None and retried is not None
+    assert not record(done, Outcome.COMPLETED)  # nothing left to run
+    assert record(retried, Outcome.FAILED)  # a retry, due after its backoff
+    store.set_queue_limit("reports", 1, NOW, Action("cli", "t", "h", "limit", "reports"))
+    limited = claim(store, "w3")
+    assert limited is not None and limited.queue == "reports"
+    assert record(limited, Outcome.COMPLETED)  # room in a queue with a limit

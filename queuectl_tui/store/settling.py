@@ -20,6 +20,19 @@ class WorkerTouch:
     failed: int = 0
 
 
+# A run that leaves its job in one of these may give a worker work (now or later).
+_MAKE_WORK = frozenset({JobState.PENDING, JobState.FAILED})
+
+
+def made_work_by(settled: Sequence[SettleResult], parents_ended: bool, limited: bool) -> bool:
+    """Whether settling these runs may have given some pool's worker work: a job back to
+    waiting (a retry, due now or later, or handed back), dependents freed (`parents_ended`),
+    or, where a queue has a limit (`limited`), a run ended there: room for one more."""
+    if parents_ended or any(result.state in _MAKE_WORK for result in settled):
+        return True
+    return limited and any(result.state is not None for result in settled)
+
+
 def tally(
     settlements: Sequence[Settlement], results: Sequence[SettleResult]
 ) -> dict[str, WorkerTouch]:

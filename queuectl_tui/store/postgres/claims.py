@@ -19,7 +19,7 @@ from ...models import FINISHED_STATES, Job, JobState, Outcome
 from .. import dependencies
 from ..base import ClaimRequest, Exchange, Settlement, SettleResult
 from ..rows import JOBS
-from ..settling import WorkerTouch, error_group, lost_run, step_after, tally
+from ..settling import WorkerTouch, error_group, lost_run, made_work_by, step_after, tally
 from .links import PostgresLinks
 from .statements import SQL
 
@@ -127,6 +127,8 @@ def exchange(
             else SettleResult(None, None)  # fenced out: recovered meanwhile (counted late)
         )
     assert under_limits or not ended  # the hot path settles completed runs only
+    ordered = [results[id(s)] for s in settlements]
+    made_work = made_work_by(ordered, bool(ended or freeing), bool(limited))
     if under_limits:  # in a transaction: the children of what ended move now
         dependencies.parents_ended(PostgresLinks(conn), ended, now)
         free_children(conn, freeing, now)
@@ -134,7 +136,7 @@ def exchange(
     claimed = {job.worker_id: job for job in jobs if job.worker_id is not None}
     if limited and claimants and under_limits:
         claimed = claim_under_limits(conn, claimants, request.pid, now, request.queues)
-    return Exchange([results[id(s)] for s in settlements], claimed), bool(limited), freeing
+    return Exchange(ordered, claimed, made_work), bool(limited), freeing
 
 
 def free_children(conn: Conn, completed: Sequence[str], now: int) -> None:

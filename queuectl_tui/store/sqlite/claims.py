@@ -12,7 +12,7 @@ from ...models import FINISHED_STATES, Job, JobState, Outcome
 from .. import dependencies
 from ..base import ClaimRequest, Exchange, Settlement, SettleResult
 from ..rows import JOBS
-from ..settling import WorkerTouch, error_group, lost_run, step_after, tally
+from ..settling import WorkerTouch, error_group, lost_run, made_work_by, step_after, tally
 from . import ready
 from .links import SqliteLinks
 from .statements import SQL, chunks, with_list
@@ -54,10 +54,6 @@ def exchange(conn: sqlite3.Connection, request: ClaimRequest) -> Exchange:
     return Exchange(settled, claimed, _made_work(conn, settlements, settled, ended))
 
 
-# A settlement that leaves its job in one of these may give a worker work (now or later).
-_MAKE_WORK = frozenset({JobState.PENDING, JobState.FAILED})
-
-
 def _made_work(
     conn: sqlite3.Connection,
     settlements: Sequence[Settlement],
@@ -66,8 +62,8 @@ def _made_work(
 ) -> bool:
     """Whether the exchange may have given some pool's worker work: a job back to waiting, a
     dependent freed, or a run ended in a queue with a limit (room for one more, which a pool
-    serving that queue may be waiting for)."""
-    if ended or any(result.state in _MAKE_WORK for result in settled):
+    serving that queue may be waiting for): the queues with a limit read only if need be."""
+    if made_work_by(settled, bool(ended), limited=False):
         return True
     queues = {s.job.queue for s, r in zip(settlements, settled, strict=True) if r.state is not None}
     if not queues:
