@@ -116,7 +116,7 @@ def test_a_writer_that_rings_no_bell_is_seen_by_the_safety_poll(tmp_path: Path) 
                 conn.execute("UPDATE jobs SET priority = 5")
             assert not _readable(feed, QUIET)
             assert 0 < feed.wait_at_most() <= 1
-            assert feed.drain()  # what the pool's watcher does when the wait runs out
+            assert feed.drain()  # what the pool's dispatcher does when the wait runs out
 
 
 @needs_inotify

@@ -103,13 +103,13 @@ def test_the_clock_is_the_database_s(pg: Store) -> None:
 def test_every_store_of_a_process_tells_the_same_time(
     location: str, pg: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A pool's dispatcher plans its statements once, its wake watcher does not: two stores.
+    # A pool's dispatcher plans its statements once, its main thread does not: two stores.
     # Had the dispatcher's store read the clock on its own, through an answer slow to come
-    # back, its clock would run behind the watcher's, and a retry the watcher rang for on time
-    # would not yet be due for the claim.
+    # back, its clock would run behind the main thread's, and a job the main thread recovered
+    # as due would not yet be due for the claim.
     from queuectl_tui.store.postgres import statements
 
-    pg.now()  # the watcher's store has read the clock
+    pg.now()  # the main thread's store has read the clock
     slow_answer = (
         "WITH read AS MATERIALIZED (SELECT clock_timestamp() AS at) "
         "SELECT (extract(epoch FROM at) * 1000)::bigint FROM read, pg_sleep(0.3)"

@@ -47,7 +47,8 @@ _POOL_DIR_PREFIX = "queuectl-"
 # end while it starts.
 FDS_PER_RUN = 3
 # The pool's own descriptors beyond those open when it starts: database connections of the
-# dispatcher and the watcher (a file, its -wal and -shm each), inotify, pipes, /dev/null.
+# dispatcher and the pool's other threads (a file, its -wal and -shm each), inotify, pipes,
+# /dev/null.
 FDS_FOR_THE_POOL = 32
 
 _log = logging.getLogger("queuectl")

@@ -26,6 +26,7 @@ from typing import Any
 from ..config import Settings
 from ..models import Job, JobState, Outcome, WorkerStatus
 from ..store import (
+    ChangeFeed,
     ClaimRequest,
     Exchange,
     OutputAppend,
@@ -41,10 +42,10 @@ from . import events
 from .live_settings import LiveSettings
 from .retry import retry_store_call
 from .runner import Run, Supervisor, job_environment
-from .wake import ChangeWatcher, Doorbell
+from .wake import Doorbell, WorkAlarm
 
 # An idle dispatcher looks for work on its own this often even if nothing woke it: a safety
-# net under the watcher, not the way work is normally found.
+# net under the change feed, not the way work is normally found.
 IDLE_RECHECK = 5.0
 # After a failed exchange (a locked or broken database) the next try comes this much later,
 # doubling up to the maximum; supervision goes on meanwhile.
@@ -86,8 +87,8 @@ class PoolContext:
     live: LiveSettings
     pid: int
     open_store: Callable[[], Store]
-    doorbell: Doorbell
-    watcher: ChangeWatcher | None
+    doorbell: Doorbell  # rung by the pool's other threads (wake.py)
+    wake_mode: str = "auto"  # how the change feed hears commits (Store.change_feed)
     queues: tuple[str, ...] | None = None  # the queues the pool serves (None: every queue)
     draining: threading.Event = field(default_factory=threading.Event)
     forced: threading.Event = field(default_factory=threading.Event)
@@ -119,12 +120,17 @@ class Dispatcher(threading.Thread):
         self.slots = [Slot(worker_id) for worker_id in worker_ids]
         self.crashed = False
         self.corrupt: StoreCorrupt | None = None  # the database is damaged: the pool stops
+        # Set once the store and its change feed are open (or could not be): `wake_mode` then
+        # says how idle workers hear of new work ("none": only by looking now and then).
+        self.opened = threading.Event()
+        self.wake_mode = "none"
         self._by_run: dict[int, Slot] = {}
         self._unrecorded: list[tuple[Slot, Settlement]] = []  # waiting for an exchange
         # The last live output of runs that ended: written before their results.
         self._live_ends: list[OutputAppend] = []
         self._live_at = 0.0  # when live output is next written
         self._look_for_work = True
+        self._alarm: WorkAlarm | None = None  # what tells idle workers of work (wake.py)
         self._recheck_at = 0.0  # when idle: look for work then even if nothing rang
         self._retry_at = 0.0
         self._retry_delay = RETRY_FIRST
@@ -160,6 +166,7 @@ class Dispatcher(threading.Thread):
         for worker_id in self.worker_ids:
             events.event("worker started", worker=worker_id)
         store: Store | None = None
+        feed: ChangeFeed | None = None
         supervisor: Supervisor | None = None
         crash: Exception | None = None
         try:
@@ -168,9 +175,12 @@ class Dispatcher(threading.Thread):
             )
             if store is not None:
                 self._now = store.now
+                feed = self._open_feed(store)
+                self.opened.set()
                 supervisor = Supervisor()
                 supervisor.watch(self.ctx.doorbell.fileno())
-                self._loop(store, supervisor)
+                self._alarm = WorkAlarm(self.ctx.doorbell, feed, store.now, supervisor)
+                self._loop(store, supervisor, self._alarm)
         except StoreCorrupt as error:
             self.crashed, self.corrupt, crash = True, error, error
             events.event("dispatcher stopped", level=logging.ERROR, error=str(error))
@@ -179,8 +189,11 @@ class Dispatcher(threading.Thread):
             crash = error
             events.event("dispatcher error", level=logging.ERROR, exc_info=True)
         finally:
+            self.opened.set()
             if supervisor is not None:
                 supervisor.close()  # after a crash: kills what still runs
+            if feed is not None:
+                feed.close()
             if store is not None:
                 if self.corrupt is None:  # nothing more can be written to a damaged file
                     self._record_on_the_way_out(store, crash)
@@ -189,9 +202,20 @@ class Dispatcher(threading.Thread):
             for worker_id in self.worker_ids:
                 events.event("worker stopped", worker=worker_id, crashed=self.crashed or None)
 
-    def _loop(self, store: Store, supervisor: Supervisor) -> None:
+    def _open_feed(self, store: Store) -> ChangeFeed | None:
+        """The store's feed of commits that may give a worker work, on the dispatcher's own
+        connection: its own claims and results are not news to it."""
+        try:
+            feed = store.change_feed(self.ctx.wake_mode, work_only=True)
+        except StoreError as error:
+            # Workers still find work on their own every IDLE_RECHECK seconds.
+            events.event("change feed unavailable", level=logging.WARNING, error=str(error))
+            return None
+        self.wake_mode = feed.mode
+        return feed
+
+    def _loop(self, store: Store, supervisor: Supervisor, alarm: WorkAlarm) -> None:
         ctx = self.ctx
-        doorbell = ctx.doorbell
         while True:
             self._turns += 1
             draining = ctx.draining.is_set()
@@ -205,7 +229,7 @@ class Dispatcher(threading.Thread):
             claiming = bool(free) and self._look_for_work and not draining
             if (self._unrecorded or claiming) and now >= self._retry_at:
                 with events.held_lines():  # one write for the turn's log lines
-                    self._exchange(store, supervisor, free if claiming else [])
+                    self._exchange(store, supervisor, alarm, free if claiming else [])
             if draining and not supervisor.runs and not self._unrecorded:
                 return
             now = time.monotonic()
@@ -221,11 +245,11 @@ class Dispatcher(threading.Thread):
             live_due = self._live_due()
             if live_due is not None:
                 timeout = min(timeout, max(0.0, live_due - now))
+            timeout = min(timeout, alarm.wait_at_most(now))
             if self._in_line:  # supervise, then go on waiting for the turn
                 timeout = 0.0
             finished, rung = supervisor.step(timeout)
-            if rung:
-                doorbell.clear()
+            if alarm.rang(rung):
                 self._look_for_work = True
             for run in finished:
                 self._finished(run)
@@ -288,7 +312,10 @@ class Dispatcher(threading.Thread):
                 )
         self._hand_in(slot, result.outcome, result.error, result.exit_code, result.output)
         slot.freed = self._turns
-        self._look_for_work = True  # a worker is free
+        if self._alarm is None or not self._alarm.listening:
+            # A worker is free: it looks for work. (If others found none, and nothing rang
+            # since, there is none: the exchange only records the result.)
+            self._look_for_work = True
 
     def _hand_in(
         self,
@@ -330,7 +357,9 @@ class Dispatcher(threading.Thread):
             self._report(slot.worker_id, settlement, result)
         return exchange
 
-    def _exchange(self, store: Store, supervisor: Supervisor, free: list[Slot]) -> None:
+    def _exchange(
+        self, store: Store, supervisor: Supervisor, alarm: WorkAlarm, free: list[Slot]
+    ) -> None:
         self._in_line = False
         sent = time.monotonic()
         try:
@@ -356,6 +385,12 @@ class Dispatcher(threading.Thread):
         self._retry_at = 0.0
         self._retry_delay = RETRY_FIRST
         self._start_claimed(supervisor, free, exchange)
+        if free:
+            # Work for every free worker: the exchange that settles them finds the next
+            # jobs. Else a free worker waits for news of work, or for the next job's run_at.
+            alarm.listen(len(exchange.claimed) < len(free))
+        if alarm.listening:
+            alarm.found_too_little(store, exchange.made_work)
 
     def _late_after(self) -> float:
         """An answer slower than this may come after another pool declared our workers lost
@@ -390,18 +425,10 @@ class Dispatcher(threading.Thread):
 
     def _start_claimed(self, supervisor: Supervisor, free: list[Slot], exchange: Exchange) -> None:
         ctx = self.ctx
-        watcher = ctx.watcher
         if free and len(exchange.claimed) < len(free):
-            # Not enough work for every free worker: sleep until the watcher rings. The flag
-            # is raised before the watcher is poked, and the watcher lies dormant only after
-            # reading it lowered (see wake.py), so a ring is never missed.
+            # Not enough work for every free worker: sleep until something rings (wake.py).
             self._look_for_work = False
             self._recheck_at = time.monotonic() + IDLE_RECHECK
-            ctx.doorbell.listening = True
-            if watcher is not None:
-                watcher.worker_idle()
-        elif free:
-            ctx.doorbell.listening = False
         for slot in free:
             job = exchange.claimed.get(slot.worker_id)
             if job is None:
@@ -494,8 +521,6 @@ class Dispatcher(threading.Thread):
             error=settlement.error,
         )
         if result.state is JobState.FAILED and result.run_at is not None:
-            if self.ctx.watcher is not None:
-                self.ctx.watcher.schedule(result.run_at)
             events.event(
                 "retry scheduled",
                 job=job.id,

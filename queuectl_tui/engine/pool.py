@@ -3,8 +3,7 @@
 The main thread registers the workers, then loops over the pool's duties: heartbeats (idle or
 busy), reaping lost workers and recovering their jobs, watching for `queuectl worker stop`,
 replacing the dispatcher if it crashed, and reacting to signals. The dispatcher thread runs
-the workers' jobs (see dispatch.py); a watcher thread rings it when the database changes (see
-wake.py).
+the workers' jobs (see dispatch.py) and hears of new work itself (see wake.py).
 
 Stopping: the first SIGINT/SIGTERM/SIGHUP (or a stop request in the database) stops claiming
 and lets running jobs finish; the second kills the running process groups and hands their jobs
@@ -56,13 +55,15 @@ from .retention import Retention
 from .retry import retry_store_call
 from .runner import stop_lost_run
 from .ticker import ScheduleTicker
-from .wake import ChangeWatcher, Doorbell
+from .wake import Doorbell
 
 REAP_INTERVAL = 1.0  # seconds between checks for lost workers
 STOP_CHECK_INTERVAL = 0.5  # seconds between checks for a `worker stop` request
 # The dispatcher gives up on a locked database after this long and tries again later, so that
 # a long write elsewhere (a huge bulk enqueue) never stalls the supervision of running jobs.
 DISPATCH_LOCK_WAIT = 0.05
+# How long the start line waits for the dispatcher to open its store, to tell how it wakes.
+OPEN_WAIT = 5.0
 WAKE_MODE_ENV = "QUEUECTL_WAKE"  # how idle workers learn of new work (see wake.py)
 WAKE_MODES = ("auto", "inotify", "poll")
 
@@ -192,21 +193,19 @@ class Pool:
         # Every store of the pool creates what it creates (the lock file, say) with the mode.
         options = StoreOptions(file_mode=settings.file_permissions)
         dispatching = replace(options, lock_wait=DISPATCH_LOCK_WAIT, planned_once=True)
-        watcher = ChangeWatcher(lambda: open_store(path, options), doorbell, self.wake_mode, queues)
         self.ctx = ctx = PoolContext(
             live=self.live,
             pid=self.pid,
             queues=queues,
             open_store=lambda: open_store(path, dispatching),
             doorbell=doorbell,
-            watcher=watcher,
+            wake_mode=self.wake_mode,
         )
         self._database_identity = _file_identity(path)
         # Predecessors first: a dead pool that had our pid used our worker ids.
         self._reap(store, startup=True)
         self._apply_queue_limits(store)
         dispatcher = self._start_dispatcher(store)
-        watcher.start()
         retention = Retention(lambda: open_store(path, options), settings)
         if retention.needed:
             retention.start()
@@ -220,7 +219,7 @@ class Pool:
             workers=self.options.count,
             queues=",".join(queues) if queues else "all",
             database=shown(absolute(path)),
-            wake=watcher.mode,
+            wake=self._wake_mode(dispatcher),
         )
         now = time.monotonic()
         next_beat = now + settings.heartbeat_interval
@@ -266,18 +265,22 @@ class Pool:
         finally:
             ctx.draining.set()
             doorbell.ring()
-            watcher.stop()
             retention.stop()
             ticker.stop()
             abandoned = self._failure == ABANDONED
             dispatcher.join(timeout=0 if abandoned else 5)
-            watcher.join(timeout=2)
             ticker.join(timeout=2)  # a round in flight commits or rolls back whole
             if not abandoned:  # an abandoned pool's workers are marked lost already
                 self._mark_all_stopped(store)
             if not dispatcher.is_alive():
                 doorbell.close()
         return self._finish()
+
+    @staticmethod
+    def _wake_mode(dispatcher: Dispatcher) -> str | None:
+        """How idle workers hear of new work, once the dispatcher has opened its store (None
+        if it has not yet: a database locked at the start)."""
+        return dispatcher.wake_mode if dispatcher.opened.wait(OPEN_WAIT) else None
 
     def _sleep(self, seconds: float) -> None:
         """Sleep until the next duty or a stop request (signals also write to the pipe)."""
@@ -510,8 +513,8 @@ class Pool:
                 fields["stopped_processes"] = stop_lost_run(job.id, job.runs, lost_by) or None
             if job.state is JobState.FAILED:
                 fields["run_at"] = to_iso(job.run_at)
-                if self.ctx is not None and self.ctx.watcher is not None:
-                    self.ctx.watcher.schedule(job.run_at)
+                if self.ctx is not None:
+                    self.ctx.doorbell.ring()  # an idle dispatcher learns the new run_at
             events.event("recovered", **fields, error=job.last_error)
             if job.state is JobState.DEAD:
                 events.event("dead", job=job.id, attempts=job.attempts, error=job.last_error)

@@ -381,9 +381,15 @@ class Supervisor:
         self._watched: set[int] = set()
 
     def watch(self, fd: int) -> None:
-        """Also wake `step()` when this descriptor (a doorbell) is readable."""
+        """Also wake `step()` when this descriptor (a doorbell, a change feed) is readable."""
         self._poller.register(fd, _READABLE)
         self._watched.add(fd)
+
+    def unwatch(self, fd: int) -> None:
+        """Stop watching it (before it is closed: its number may come back as a pipe's)."""
+        if fd in self._watched:
+            self._watched.discard(fd)
+            self._poller.unregister(fd)
 
     def start(self, run: Run) -> None:
         run.start(time.monotonic(), self.cgroups)

@@ -202,7 +202,8 @@ class Exchange:
     claimed: dict[str, Job]  # worker id -> the job claimed for it
     # Whether it may have given some worker work: a job back to pending (handed back, or a
     # retry, due now or later), a dependent freed, or a run ended in a queue with a limit
-    # (room for one more). Otherwise other pools need not look.
+    # (room for one more). Otherwise other pools need not look, nor this one read again when
+    # the next job is due.
     made_work: bool = True
 
 
@@ -315,7 +316,8 @@ class Store(ABC):
         (give it a store of its own). `mode` picks how a backend detects them, where it has
         a choice (SQLite: "inotify", "poll" or "auto"). With `work_only` a backend may tell
         at once only of commits that may give a worker work, and of the others later (SQLite:
-        within half a second): what a pool's watcher needs."""
+        within half a second): what a pool's dispatcher needs. On the store's own connection,
+        its own commits may not be told at all."""
 
     def now(self) -> int:
         """The time (ms since the epoch) that callers stamp this store's writes with and judge

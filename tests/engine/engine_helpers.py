@@ -8,6 +8,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -33,6 +34,29 @@ from helpers import clean_env, wait_until
 # True if a pid is a live process (zombies, which a container's init may never reap, count
 # as gone): the pool's own check.
 process_alive = pid_alive
+
+
+def database_ports(pid: int, server_port: int) -> set[int]:
+    """The local ports of a process's TCP connections to the database server on
+    `server_port`: its sockets (/proc/PID/fd) looked up in the kernel's TCP table
+    (/proc/PID/net/tcp*)."""
+    inodes = set()
+    with contextlib.suppress(OSError):
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if match := re.fullmatch(r"socket:\[(\d+)\]", link):
+                    inodes.add(match[1])
+    ports = set()
+    for table in ("tcp", "tcp6"):
+        with contextlib.suppress(OSError):
+            lines = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+            for line in lines:
+                fields = line.split()
+                local, remote, inode = fields[1], fields[2], fields[9]
+                if inode in inodes and int(remote.rsplit(":", 1)[1], 16) == server_port:
+                    ports.add(int(local.rsplit(":", 1)[1], 16))
+    return ports
 
 
 class PoolProcess:

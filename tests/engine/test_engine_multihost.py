@@ -41,6 +41,7 @@ from engine_helpers import (
     PoolProcess,
     Queue,
     children,
+    database_ports,
     remove_cgroup_tree,
     stop_all,
     wait_until,
@@ -208,25 +209,7 @@ class Host:
 
     # -- its connections to the database
     def database_ports(self) -> set[int]:
-        """The local ports of the pool's TCP connections to the database server: its
-        sockets (/proc/PID/fd) looked up in the kernel's TCP table (/proc/PID/net/tcp*)."""
-        inodes = set()
-        with contextlib.suppress(OSError):
-            for fd in os.listdir(f"/proc/{self.pid}/fd"):
-                with contextlib.suppress(OSError):
-                    link = os.readlink(f"/proc/{self.pid}/fd/{fd}")
-                    if match := re.fullmatch(r"socket:\[(\d+)\]", link):
-                        inodes.add(match[1])
-        ports = set()
-        for table in ("tcp", "tcp6"):
-            with contextlib.suppress(OSError):
-                lines = Path(f"/proc/{self.pid}/net/{table}").read_text().splitlines()[1:]
-                for line in lines:
-                    fields = line.split()
-                    local, remote, inode = fields[1], fields[2], fields[9]
-                    if inode in inodes and int(remote.rsplit(":", 1)[1], 16) == _database_port():
-                        ports.add(int(local.rsplit(":", 1)[1], 16))
-        return ports
+        return database_ports(self.pid, _database_port())
 
     def backends(self) -> dict[int, dict[str, Any]]:
         """The server processes of the pool's connections: pid -> pg_stat_activity's row."""

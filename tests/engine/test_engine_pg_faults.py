@@ -16,8 +16,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
+import psycopg
 import pytest
-from engine_helpers import PoolProcess, Queue, wait_until
+from engine_helpers import PoolProcess, Queue, database_ports, wait_until
 from pg_proxy import PgProxy
 from store_helpers import NOW, POLICY, claim, register
 
@@ -328,3 +329,37 @@ def test_attempts_to_connect_again_do_not_back_off() -> None:
         attempt.update_delay(now=1000.0 + step)
         delays.append(attempt.delay)
     assert all(0 < delay <= RECONNECT_EVERY * 1.5 for delay in delays), delays
+
+
+def _listening_backends(pool: PoolProcess) -> list[int]:
+    """The server processes of the pool's own listening connections."""
+    ports = sorted(database_ports(pool.pid, urlsplit(POSTGRES_URL).port or 5432))
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = 'queuectl listen'"
+            " AND client_port = ANY(%s)",
+            (ports,),
+        ).fetchall()
+    return [pid for (pid,) in rows]
+
+
+def test_a_pool_whose_listening_connection_drops_hears_of_new_work_again(
+    faulty: Faulty,
+) -> None:
+    # The dispatcher waits on that connection beside its commands' pipes: listening again,
+    # on whatever descriptor, it must neither lose a ring nor mistake a pipe for the feed.
+    queue = faulty.queue
+    pool = queue.start_pool(count=2)
+    ids: list[str] = []
+    for round_ in range(5):
+        wait_until(lambda: _listening_backends(pool), timeout=30, what="the pool to listen")
+        # A command runs across the drop: its pipes are made after the feed connects again.
+        ids.append(queue.enqueue("sleep 0.3", f"across-{round_}", max_retries=0))
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+            for backend in _listening_backends(pool):
+                conn.execute("SELECT pg_terminate_backend(%s)", (backend,))
+        ids.append(queue.enqueue("true", f"after-{round_}", max_retries=0))
+        _no_job_processing(queue, len(ids))
+    assert pool.events("dispatcher error") == []
+    assert [job_id for job_id in ids if queue.job(job_id).state is not JobState.COMPLETED] == []
+    assert pool.proc.poll() is None

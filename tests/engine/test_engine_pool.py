@@ -164,7 +164,7 @@ def test_failures_back_off_exponentially_then_go_to_the_dlq(queue: Queue) -> Non
         for earlier, later in itertools.pairwise(attempts)
     ]
     # Never early. (How late is the machine's business: that the wake-up rings on time and
-    # finds the job due is the watcher's and the clock's tests'.)
+    # finds the job due is the work alarm's and the clock's tests'.)
     assert gaps[0] >= 2.0, gaps
     assert gaps[1] >= 4.0, gaps
     assert pool.events("retry scheduled")[0]["delay_s"] == 2.0

@@ -3,10 +3,10 @@
 Every host stamps and judges jobs by the server's clock, whatever its own says. A process
 reads that clock every CLOCK_RESYNC seconds and carries it forward by its monotonic clock
 meanwhile. There is one reading per server and process, shared by all its stores (a pool's
-dispatcher and its wake watcher open stores of their own, with different plan settings): two
-readings would disagree by up to half a round trip, and a due time the watcher saw arrive would
-not yet have arrived for the claim it rang for. What it tells never goes back, so a time one
-thread found due stays due for every thread that asks after it.
+dispatcher, its main thread and its schedule ticker open stores of their own, with different
+plan settings): two readings would disagree by up to half a round trip, and a due time one
+thread saw arrive would not yet have arrived for a claim another makes. What it tells never
+goes back, so a time one thread found due stays due for every thread that asks after it.
 """
 
 from __future__ import annotations

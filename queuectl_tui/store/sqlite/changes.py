@@ -9,7 +9,7 @@ that waits on a descriptor instead of polling.
   queuectl, the sqlite3 shell) is looked at again after 1, 2, 4 ... ms (`wait_at_most`).
 - `poll`: no descriptor; `PRAGMA data_version` every 2 ms (any platform; a few % of a core).
 
-A pool's watcher asks only for commits that may give a worker work (`work_only`): inotify then
+A pool's dispatcher asks only for commits that may give a worker work (`work_only`): inotify then
 watches the queue's bell, the write-turn lock file, which such a commit writes to after it
 committed (see writelock.py), instead of the WAL. The pools' own claims, results and
 heartbeats do not ring it, and a ring needs no wait for the writer's turn. What was committed

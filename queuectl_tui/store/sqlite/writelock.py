@@ -114,16 +114,16 @@ class WriteTurn:
             fcntl.flock(fd, fcntl.LOCK_UN)
 
     def ring(self) -> None:
-        """Tell the queue's watchers that a commit may have given a worker work: one byte
+        """Tell the queue's pools that a commit may have given a worker work: one byte
         written to the lock file (see changes.py). Called by the turn's holder after its
-        commit, so a watcher that hears it sees the commit."""
+        commit, so a pool that hears it sees the commit."""
         if self._can_ring and self._fd is not None:
             with contextlib.suppress(OSError):
                 os.pwrite(self._fd, b"\0", 0)
 
     def bell_path(self) -> str | None:
-        """The lock file's path, created (like the database) if it is missing, for a watcher
-        of the bell; None if it cannot be made or opened."""
+        """The lock file's path, created (like the database) if it is missing, for a pool that
+        listens to the bell; None if it cannot be made or opened."""
         with self._changed:
             return self.path if self._descriptor() is not None else None
 
