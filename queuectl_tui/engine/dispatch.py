@@ -332,9 +332,10 @@ class Dispatcher(threading.Thread):
         slot.run = slot.job = None
         self._unrecorded.append((slot, settlement))
 
-    def _send(self, store: Store, claimants: list[Slot]) -> Exchange:
+    def _send(self, store: Store, claimants: list[Slot]) -> tuple[Exchange, int]:
         """Record every waiting result and claim for `claimants`, in one transaction; then
-        report the results. On a StoreError the results keep waiting."""
+        report the results. Returns what it did and the time it claimed at (the store's,
+        ms). On a StoreError the results keep waiting."""
         # A look at the config file per exchange: the claims and failures of this one follow
         # a `config set` that came before it.
         settings = self.ctx.live.refresh()
@@ -342,12 +343,13 @@ class Dispatcher(threading.Thread):
             # Before the results: a reader that sees a run ended has seen all of its output.
             store.append_output(self._live_ends)
             self._live_ends = []
+        now = store.now()
         exchange = store.exchange(
             ClaimRequest(
                 [settlement for _, settlement in self._unrecorded],
                 [slot.worker_id for slot in claimants],
                 self.ctx.pid,
-                store.now(),
+                now,
                 settings.retry_policy,
                 self.ctx.queues,
             )
@@ -355,7 +357,7 @@ class Dispatcher(threading.Thread):
         recorded, self._unrecorded = self._unrecorded, []
         for (slot, settlement), result in zip(recorded, exchange.settled, strict=True):
             self._report(slot.worker_id, settlement, result)
-        return exchange
+        return exchange, now
 
     def _exchange(
         self, store: Store, supervisor: Supervisor, alarm: WorkAlarm, free: list[Slot]
@@ -363,7 +365,7 @@ class Dispatcher(threading.Thread):
         self._in_line = False
         sent = time.monotonic()
         try:
-            exchange = self._send(store, free)
+            exchange, asked_at = self._send(store, free)
             if exchange.claimed and time.monotonic() - sent > self._late_after():
                 exchange = self._still_ours(store, exchange)
         except StoreWaitingError:
@@ -389,8 +391,12 @@ class Dispatcher(threading.Thread):
             # Work for every free worker: the exchange that settles them finds the next
             # jobs. Else a free worker waits for news of work, or for the next job's run_at.
             alarm.listen(len(exchange.claimed) < len(free))
-        if alarm.listening:
-            alarm.found_too_little(store, exchange.made_work)
+        elif alarm.listening and exchange.made_work:
+            # Results recorded without a claim may have made work (a dependent freed, room
+            # under a queue's limit): look now. The feed may not tell of the dispatcher's
+            # own commits.
+            self._look_for_work = True
+        alarm.exchanged(store, exchange.made_work, asked_at)
 
     def _late_after(self) -> float:
         """An answer slower than this may come after another pool declared our workers lost

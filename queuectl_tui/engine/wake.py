@@ -134,16 +134,17 @@ class WorkAlarm:
             look = True
         return look
 
-    def found_too_little(self, store: Store, made_work: bool) -> None:
-        """An exchange left a worker without work: know when the next job is due. It is read
-        again only when it may have changed (the exchange itself may have scheduled a retry,
-        or something rang since the last read)."""
+    def exchanged(self, store: Store, made_work: bool, asked_at: int) -> None:
+        """After an exchange (at `asked_at`, the store's ms): while a worker has no work,
+        know when the next job is due. It is read again only when it may have changed (an
+        exchange scheduled a retry, or something rang), and from the exchange's time on: a
+        job that fell due since was not due for its claims."""
         if made_work:
             self._due_known = False
-        if self._due_known:
+        if not self.listening or self._due_known:
             return
         try:
-            self._next_due = store.next_run_at(self._clock())
+            self._next_due = store.next_run_at(asked_at)
             self._due_known = True
         except StoreError:
             self._next_due = None  # the dispatcher's own idle look finds it

@@ -465,3 +465,24 @@ def test_pools_started_together_on_a_new_queue_register_every_worker(
                 process.send_signal(signal.SIGTERM)
             for process in processes:
                 process.wait(timeout=60)
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.parametrize("mode", ["poll", "inotify"])
+def test_a_result_that_frees_a_dependent_starts_it_while_other_workers_idle(
+    queue: Queue, mode: str
+) -> None:
+    # The result is recorded without a claim (the other worker already found no work), by
+    # the dispatcher's own connection, which its feed does not count in poll mode: the
+    # exchange's own word that it made work has the free worker look at once, not at the
+    # pool's next look of its own (every 5 s; heartbeats are slowed here so as not to hide it).
+    queue.configure(heartbeat_interval=30, stale_worker_timeout=120)
+    queue.env["QUEUECTL_WAKE"] = mode
+    queue.start_pool(count=2)
+    gaps = []
+    for n in range(3):
+        parent = queue.enqueue("sleep 0.3", f"parent{n}")
+        child = queue.enqueue("true", f"child{n}", after=(parent,))
+        queue.wait_state(child, JobState.COMPLETED, timeout=30)
+        gaps.append(queue.attempts(child)[0].started_at - queue.attempts(parent)[-1].finished_at)
+    assert sorted(gaps)[1] < 2_500, gaps

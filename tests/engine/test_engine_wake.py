@@ -87,7 +87,7 @@ def dispatcher(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Dispa
 
 def test_an_enqueue_wakes_a_listening_dispatcher(dispatcher: Dispatcher, tmp_path: Path) -> None:
     dispatcher.alarm.listen(True)
-    dispatcher.alarm.found_too_little(dispatcher.store, made_work=False)
+    dispatcher.alarm.exchanged(dispatcher.store, False, now_ms())
     assert not dispatcher.looks_within(QUIET)
     with open_store(tmp_path / "q.db") as producer:
         producer.enqueue(JobSpec("now", "true"), 3, now_ms())
@@ -121,40 +121,78 @@ def test_the_dispatchers_own_claims_and_results_are_not_news(
     # Claimed and completed by the dispatcher's own store: no ring, and the feed's look at
     # data_version (on the same connection) does not count them either.
     settle(dispatcher.store, claim(dispatcher.store, now=now_ms()), now=now_ms())
-    dispatcher.alarm.found_too_little(dispatcher.store, made_work=False)
+    dispatcher.alarm.exchanged(dispatcher.store, False, now_ms())
     assert not dispatcher.looks_within(0.8)  # past the feed's look every half second
 
 
 def test_a_job_for_later_wakes_it_when_due(dispatcher: Dispatcher, tmp_path: Path) -> None:
     dispatcher.alarm.listen(True)
-    dispatcher.alarm.found_too_little(dispatcher.store, made_work=False)
+    dispatcher.alarm.exchanged(dispatcher.store, False, now_ms())
     due = now_ms() + 1_000
     with open_store(tmp_path / "q.db") as producer:
         producer.enqueue(JobSpec("later", "true", run_at=due), 3, now_ms())
     assert dispatcher.looks_within(10)  # the enqueue rang: the exchange finds nothing due
-    dispatcher.alarm.found_too_little(dispatcher.store, made_work=False)
+    dispatcher.alarm.exchanged(dispatcher.store, False, now_ms())
     assert dispatcher.alarm.wait_at_most(time.monotonic()) <= 1.0
     wait_until(lambda: dispatcher.turn(0.05), timeout=10, what="the look at the job's run_at")
     assert now_ms() >= due
 
 
+@pytest.fixture
+def feedless(tmp_path: Path) -> Iterator[tuple[WorkAlarm, Store]]:
+    """An alarm with no feed (one that cannot listen): only the next run_at wakes it."""
+    store, doorbell = open_store(tmp_path / "q.db"), Doorbell()
+    try:
+        yield WorkAlarm(doorbell, None, store.now, Poll()), store
+    finally:
+        store.close()
+        doorbell.close()
+
+
 def test_an_exchange_that_made_work_has_the_next_run_at_read_again(
-    dispatcher: Dispatcher, tmp_path: Path
+    feedless: tuple[WorkAlarm, Store], tmp_path: Path
 ) -> None:
-    db = tmp_path / "q.db"
-    with open_store(db) as producer:
-        producer.enqueue(JobSpec("later", "true", run_at=now_ms() + 3_600_000), 3, now_ms())
-    dispatcher.alarm.listen(True)
-    dispatcher.looks_within(QUIET)
-    dispatcher.alarm.found_too_little(dispatcher.store, made_work=False)
-    assert not dispatcher.looks_within(QUIET)
-    # As a retry scheduled by the dispatcher's own exchange: its run_at comes sooner than
-    # anything known, and no ring tells of it.
-    with sqlite_file(db, writable=True) as conn:
+    alarm, store = feedless
+    store.enqueue(JobSpec("later", "true", run_at=now_ms() + 3_600_000), 3, now_ms())
+    alarm.listen(True)
+    alarm.exchanged(store, False, now_ms())
+    assert alarm.wait_at_most(time.monotonic()) > 3_000
+    # As a retry scheduled by an exchange: it comes sooner than anything known.
+    with sqlite_file(tmp_path / "q.db", writable=True) as conn:
         conn.execute("UPDATE jobs SET run_at = ?", (now_ms() + 400,))
-    dispatcher.alarm.found_too_little(dispatcher.store, made_work=True)
-    assert dispatcher.alarm.wait_at_most(time.monotonic()) <= 0.4
-    wait_until(lambda: dispatcher.turn(0.05), timeout=10, what="the look at the new run_at")
+    alarm.exchanged(store, False, now_ms())  # nothing says it changed: not read again
+    assert alarm.wait_at_most(time.monotonic()) > 3_000
+    alarm.exchanged(store, True, now_ms())
+    assert alarm.wait_at_most(time.monotonic()) <= 0.4
+    wait_until(lambda: alarm.rang([]), timeout=10, what="the look at the new run_at")
+
+
+def test_work_made_while_every_worker_was_busy_is_read_when_one_idles(
+    feedless: tuple[WorkAlarm, Store],
+) -> None:
+    alarm, store = feedless
+    alarm.listen(True)
+    alarm.exchanged(store, False, now_ms())  # nothing waits
+    alarm.listen(False)  # every worker busy
+    store.enqueue(JobSpec("retry", "true", run_at=now_ms() + 3_600_000), 3, now_ms())
+    alarm.exchanged(store, True, now_ms())  # as a retry scheduled meanwhile
+    alarm.listen(True)
+    alarm.exchanged(store, False, now_ms())
+    assert alarm.wait_at_most(time.monotonic()) < 3_700
+
+
+def test_a_job_due_since_the_exchange_claimed_is_looked_for_at_once(
+    feedless: tuple[WorkAlarm, Store],
+) -> None:
+    # The exchange claimed at `asked`; the job fell due while its commands started.
+    alarm, store = feedless
+    asked = now_ms()
+    store.enqueue(JobSpec("soon", "true", run_at=asked + 20), 3, now_ms())
+    wait_until(lambda: now_ms() > asked + 40, what="the job to fall due")
+    alarm.listen(True)
+    alarm.exchanged(store, False, asked)
+    assert alarm.wait_at_most(time.monotonic()) == 0
+    assert alarm.rang([])
 
 
 def test_the_doorbell_wakes_it_even_when_busy(dispatcher: Dispatcher) -> None:
