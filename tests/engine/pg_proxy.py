@@ -61,6 +61,10 @@ class PgProxy:
             self._marker, self._in_request = marker, in_request
             self._partition_on_marker = partition
 
+    def partition(self) -> None:
+        """Nothing moves on any link, new ones included (they are accepted), until `heal()`."""
+        self._flowing.clear()
+
     def heal(self) -> None:
         self._flowing.set()
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -363,3 +364,30 @@ def test_a_pool_whose_listening_connection_drops_hears_of_new_work_again(
     assert pool.events("dispatcher error") == []
     assert [job_id for job_id in ids if queue.job(job_id).state is not JobState.COMPLETED] == []
     assert pool.proc.poll() is None
+
+
+def test_a_feed_listens_again_on_a_thread_of_its_own(faulty: Faulty) -> None:
+    # A pool's dispatcher drains its feed between supervising commands: a server that stops
+    # answering must hold up only the feed's reconnection, never the dispatcher.
+    with open_store(faulty.proxy.url(faulty.queue.location)) as store:
+        feed = store.change_feed(work_only=True)
+        try:
+            feed.drain()  # the first look
+            faulty.proxy.outage()  # the connection drops...
+            faulty.proxy.restore()
+            faulty.proxy.partition()  # ...and new ones are accepted but never answered
+            assert feed.drain()  # lost: look at the queue now
+            listening = [t for t in threading.enumerate() if t.name == "queuectl-listen"]
+            assert [t for t in listening if t.is_alive()], "the drain waited for the connection"
+            assert feed.fileno() is None
+            faulty.proxy.heal()
+            wait_until(
+                lambda: feed.drain() and feed.fileno() is not None,
+                timeout=30,
+                what="the feed to listen again",
+            )
+            feed.drain()
+            faulty.queue.enqueue("true", "heard")
+            wait_until(feed.drain, timeout=10, what="the notification of the new job")
+        finally:
+            feed.close()

@@ -10,6 +10,7 @@ job, never strands it."""
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from typing import Any
 
@@ -29,7 +30,11 @@ class ListenFeed(ChangeFeed):
         self._options = options
         self._channel = f"queuectl.{schema}"
         self._shown = shown
+        self._lock = threading.Lock()  # the connection, swapped by a reconnecting thread
         self._conn: psycopg.Connection[Any] | None = None
+        self._reconnecting: threading.Thread | None = None
+        self._news = False  # connected again: what was sent meanwhile went unheard
+        self._closed = False
         self._last_look = 0.0  # the first drain looks: what came before LISTEN went unheard
         self._connect()
 
@@ -38,43 +43,74 @@ class ListenFeed(ChangeFeed):
             conn = psycopg.connect(self._conninfo, **self._options)
             conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
         except psycopg.Error as error:
-            self._conn = None
             raise StoreError(f"cannot listen to {self._shown}: {error}") from error
-        self._conn = conn
+        with self._lock:
+            closed, self._news = self._closed, True
+            if not closed:
+                self._conn = conn
+        if closed:
+            conn.close()
+
+    def _reconnect(self) -> None:
+        """Listen again, on a thread of its own: a server that does not answer holds up
+        only that thread (for up to the connect timeout), never the waiter, which goes on
+        with its own work and looks at the queue every BACKSTOP meanwhile."""
+        with self._lock:
+            if self._closed or (self._reconnecting and self._reconnecting.is_alive()):
+                return
+            self._reconnecting = threading.Thread(
+                target=self._connect_quietly, name="queuectl-listen", daemon=True
+            )
+            self._reconnecting.start()
+
+    def _connect_quietly(self) -> None:
+        with contextlib.suppress(StoreError):  # if not, the next drain tries again
+            self._connect()
 
     def fileno(self) -> int | None:
-        return None if self._conn is None else self._conn.pgconn.socket
+        conn = self._conn
+        return None if conn is None else conn.pgconn.socket
 
     def wait_at_most(self) -> float:
         return max(0.0, BACKSTOP - (time.monotonic() - self._last_look))
 
     def drain(self) -> bool:
         heard = False
-        if self._conn is not None:
+        conn = self._conn
+        if conn is not None:
             try:
-                pgconn = self._conn.pgconn
+                pgconn = conn.pgconn
                 pgconn.consume_input()
                 while pgconn.notifies() is not None:
                     heard = True
             except psycopg.Error:
-                self._drop()
-        if self._conn is None or self._conn.closed:
+                self._drop(conn)
+            if conn.closed:
+                self._drop(conn)
+        if self._conn is None:
             # Notifications sent while it was away are lost: look now, and listen again.
             heard = True
-            self._drop()
-            with contextlib.suppress(StoreError):  # if not, the backstop looks again soon
-                self._connect()
+            self._reconnect()
+        with self._lock:
+            if self._news:
+                heard, self._news = True, False
         if time.monotonic() - self._last_look >= BACKSTOP:
             heard = True
         if heard:
             self._last_look = time.monotonic()
         return heard
 
-    def _drop(self) -> None:
-        if self._conn is not None:
-            with contextlib.suppress(psycopg.Error):
-                self._conn.close()
-        self._conn = None
+    def _drop(self, conn: psycopg.Connection[Any]) -> None:
+        with self._lock:
+            if self._conn is conn:
+                self._conn = None
+        with contextlib.suppress(psycopg.Error):
+            conn.close()
 
     def close(self) -> None:
-        self._drop()
+        with self._lock:
+            self._closed = True
+            conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(psycopg.Error):
+                conn.close()
