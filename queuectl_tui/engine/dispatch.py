@@ -130,7 +130,6 @@ class Dispatcher(threading.Thread):
         self._live_ends: list[OutputAppend] = []
         self._live_at = 0.0  # when live output is next written
         self._look_for_work = True
-        self._alarm: WorkAlarm | None = None  # what tells idle workers of work (wake.py)
         self._recheck_at = 0.0  # when idle: look for work then even if nothing rang
         self._retry_at = 0.0
         self._retry_delay = RETRY_FIRST
@@ -179,8 +178,8 @@ class Dispatcher(threading.Thread):
                 self.opened.set()
                 supervisor = Supervisor()
                 supervisor.watch(self.ctx.doorbell.fileno())
-                self._alarm = WorkAlarm(self.ctx.doorbell, feed, store.now, supervisor)
-                self._loop(store, supervisor, self._alarm)
+                alarm = WorkAlarm(self.ctx.doorbell, feed, store.now, supervisor)
+                self._loop(store, supervisor, alarm)
         except StoreCorrupt as error:
             self.crashed, self.corrupt, crash = True, error, error
             events.event("dispatcher stopped", level=logging.ERROR, error=str(error))
@@ -253,6 +252,10 @@ class Dispatcher(threading.Thread):
                 self._look_for_work = True
             for run in finished:
                 self._finished(run)
+            if finished and not alarm.listening:
+                # A worker is free: it looks for work. (If others found none, and nothing rang
+                # since, there is none: the exchange only records the result.)
+                self._look_for_work = True
             if live_due is not None and time.monotonic() >= live_due:
                 self._write_live(store)
 
@@ -312,10 +315,6 @@ class Dispatcher(threading.Thread):
                 )
         self._hand_in(slot, result.outcome, result.error, result.exit_code, result.output)
         slot.freed = self._turns
-        if self._alarm is None or not self._alarm.listening:
-            # A worker is free: it looks for work. (If others found none, and nothing rang
-            # since, there is none: the exchange only records the result.)
-            self._look_for_work = True
 
     def _hand_in(
         self,
@@ -389,8 +388,12 @@ class Dispatcher(threading.Thread):
         self._start_claimed(supervisor, free, exchange)
         if free:
             # Work for every free worker: the exchange that settles them finds the next
-            # jobs. Else a free worker waits for news of work, or for the next job's run_at.
-            alarm.listen(len(exchange.claimed) < len(free))
+            # jobs. Else a free worker sleeps until something rings, or the next job's run_at.
+            idle = len(exchange.claimed) < len(free)
+            alarm.listen(idle)
+            if idle:
+                self._look_for_work = False
+                self._recheck_at = time.monotonic() + IDLE_RECHECK
         elif alarm.listening and exchange.made_work:
             # Results recorded without a claim may have made work (a dependent freed, room
             # under a queue's limit): look now. The feed may not tell of the dispatcher's
@@ -431,10 +434,6 @@ class Dispatcher(threading.Thread):
 
     def _start_claimed(self, supervisor: Supervisor, free: list[Slot], exchange: Exchange) -> None:
         ctx = self.ctx
-        if free and len(exchange.claimed) < len(free):
-            # Not enough work for every free worker: sleep until something rings (wake.py).
-            self._look_for_work = False
-            self._recheck_at = time.monotonic() + IDLE_RECHECK
         for slot in free:
             job = exchange.claimed.get(slot.worker_id)
             if job is None:
